@@ -1,0 +1,1 @@
+/* CLinux is header-only; this file exists because a C target needs one source. */

@@ -1,0 +1,7 @@
+#ifndef CSQLITE_SHIM_H
+#define CSQLITE_SHIM_H
+#include <sqlite3.h>
+
+/* SQLITE_TRANSIENT is a macro casting -1 to a function pointer: Swift cannot import it. */
+static inline sqlite3_destructor_type csqlite_transient(void) { return SQLITE_TRANSIENT; }
+#endif

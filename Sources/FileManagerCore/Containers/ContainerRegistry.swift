@@ -1,0 +1,166 @@
+import Glibc
+import SystemPackage
+
+/// One container's record in the metadata database.
+public struct ContainerRecord: Sendable, Codable, Equatable {
+    public var id: String
+    public var displayName: String
+    public var ownerUID: UInt32
+    /// Seconds since 1970.
+    public var created: Double
+}
+
+/// Creates, lists and removes containers in a store (SPEC §1, §2).
+///
+/// A container becomes visible in one step: it is built under `.staging/`, then renamed into
+/// `containers/` with `RENAME_NOREPLACE`; its record is written after. A crash in between
+/// leaves either nothing visible, or a directory whose record `reconcile()` restores.
+public struct ContainerRegistry: Sendable {
+    public let store: Store
+
+    public init(store: Store) { self.store = store }
+
+    /// Builds a container with the standard layout, owned by `caller`: the root 0700, its
+    /// directories 0755 (reference containers-and-wrappers §1.5). `bundleSource` is copied
+    /// into the bundle directory.
+    @discardableResult
+    public func create(_ id: BundleIdentifier, caller: Caller, bundleSource: FilePath? = nil) throws(FileManagerError) -> ContainerRecord {
+        let display = "containers/\(id)"
+        let staging = "\(id).\(getpid()).\(UInt32.random(in: 0...UInt32.max))"
+        do {
+            try Credentials.asCaller(caller) { () throws(Errno) in
+                try Syscall.mkdirat(store.stagingFD, staging, 0o700)
+            }
+        } catch {
+            throw FileManagerError(error, path: display)
+        }
+        do {
+            let root = try Syscall.openat(store.stagingFD, staging, O_PATH | O_DIRECTORY | O_NOFOLLOW)
+            defer { Syscall.close(root) }
+            try Credentials.asCaller(caller) { () throws(Errno) in
+                for (_, relative) in LayoutDirectory.relativePaths(bundleName: id.bundleDirectoryName) {
+                    try Syscall.mkdirat(root, relative, 0o755)
+                    try Syscall.fchmodat(root, relative, 0o755)
+                }
+                try Syscall.fchmod(pathDescriptor: root, 0o700)
+            }
+            if let bundleSource {
+                try installBundle(from: bundleSource, into: root, name: id.bundleDirectoryName, caller: caller)
+            }
+            try Syscall.renameat2(store.stagingFD, staging, store.containersFD, id.rawValue, RENAME_NOREPLACE)
+        } catch let error as FileManagerError {
+            try? TreeRemoval.remove(store.stagingFD, staging)
+            throw error
+        } catch let error as Errno {
+            try? TreeRemoval.remove(store.stagingFD, staging)
+            throw FileManagerError(error, path: display)
+        } catch {
+            try? TreeRemoval.remove(store.stagingFD, staging)
+            throw .system(.ioError, display)
+        }
+        let record = ContainerRecord(id: id.rawValue, displayName: id.displayName, ownerUID: caller.uid,
+                                     created: Double(time(nil)))
+        try? insert(record)
+        return record
+    }
+
+    private func installBundle(from source: FilePath, into root: CInt, name: String, caller: Caller) throws {
+        let parent = source.removingLastComponent()
+        guard let last = source.lastComponent else { throw FileManagerError.invalidArgument(source.string) }
+        let parentFD: CInt
+        do {
+            parentFD = try (parent.isEmpty ? FilePath(".") : parent).withName { p throws(Errno) in
+                try Syscall.open(p, O_PATH | O_DIRECTORY)
+            }
+        } catch {
+            throw FileManagerError(error, path: parent.string)
+        }
+        defer { Syscall.close(parentFD) }
+        do {
+            // The layout made an empty bundle directory; the copy replaces it.
+            try Syscall.unlinkat(root, name, AT_REMOVEDIR)
+            try Credentials.asCaller(caller) { () throws(Errno) in
+                let src = last.string
+                try TreeCopy.copy(from: parentFD, src, to: root, name, keepOwner: false)
+            }
+        } catch {
+            throw FileManagerError(error, path: source.string)
+        }
+    }
+
+    private func insert(_ r: ContainerRecord) throws {
+        try store.database.execute(
+            "INSERT OR REPLACE INTO containers (id, display_name, owner_uid, created) VALUES (?, ?, ?, ?)",
+            [.text(r.id), .text(r.displayName), .int(Int64(r.ownerUID)), .real(r.created)])
+    }
+
+    /// Every container, sorted by id.
+    public func list() -> [ContainerRecord] {
+        let rows = (try? store.database.execute("SELECT id, display_name, owner_uid, created FROM containers ORDER BY id")) ?? []
+        return rows.compactMap { row in
+            guard case .text(let id) = row[0], case .text(let name) = row[1], case .int(let uid) = row[2] else { return nil }
+            var created = 0.0
+            if case .real(let c) = row[3] { created = c }
+            return ContainerRecord(id: id, displayName: name, ownerUID: UInt32(uid), created: created)
+        }
+    }
+
+    public func record(_ id: BundleIdentifier) -> ContainerRecord? {
+        list().first { $0.id == id.rawValue }
+    }
+
+    /// Deletes a container and everything in it (SPEC §2 `container remove --permanently`).
+    /// The directory is first renamed into `.staging/` so that it disappears in one step;
+    /// a crash during the recursive delete leaves only staging debris.
+    public func remove(_ id: BundleIdentifier) throws(FileManagerError) {
+        let display = "containers/\(id)"
+        let doomed = "removed.\(id).\(getpid()).\(UInt32.random(in: 0...UInt32.max))"
+        do {
+            try Syscall.renameat2(store.containersFD, id.rawValue, store.stagingFD, doomed, RENAME_NOREPLACE)
+        } catch {
+            throw FileManagerError(error, path: display)
+        }
+        _ = try? store.database.execute("DELETE FROM containers WHERE id = ?", [.text(id.rawValue)])
+        do { try TreeRemoval.remove(store.stagingFD, doomed) } catch { throw FileManagerError(error, path: display) }
+    }
+
+    /// Makes the database agree with `containers/`: a directory without a record gets one
+    /// (owner from the directory), a record without a directory goes.
+    public func reconcile() {
+        guard let stream = try? DirectoryStream.open(store.containersFD), let names = try? stream.allNames() else { return }
+        var present = Set<String>()
+        for name in names {
+            guard let id = BundleIdentifier(name.string) else { continue }
+            present.insert(id.rawValue)
+            guard record(id) == nil else { continue }
+            let st = try? name.withName { p throws(Errno) in try Syscall.fstatat(store.containersFD, p) }
+            try? insert(ContainerRecord(id: id.rawValue, displayName: id.displayName, ownerUID: st?.st_uid ?? 0,
+                                        created: Double(st?.st_mtim.tv_sec ?? 0)))
+        }
+        for r in list() where !present.contains(r.id) {
+            _ = try? store.database.execute("DELETE FROM containers WHERE id = ?", [.text(r.id)])
+        }
+    }
+
+    /// Purges every container's `tmp/` of entries not modified for `age` seconds (SPEC §1:
+    /// at mount, items older than 3 days). Returns how many entries went.
+    @discardableResult
+    public func purgeTemporaryItems(olderThan age: Double) -> Int {
+        let cutoff = Double(time(nil)) - age
+        var removed = 0
+        for r in list() {
+            guard let tmp = try? "\(r.id)/tmp".withCString({ p throws(Errno) in
+                try Syscall.openat(store.containersFD, p, O_PATH | O_DIRECTORY | O_NOFOLLOW)
+            }) else { continue }
+            defer { Syscall.close(tmp) }
+            guard let stream = try? DirectoryStream.open(tmp), let names = try? stream.allNames() else { continue }
+            for name in names {
+                name.withPlatformString { p in
+                    guard let st = try? Syscall.fstatat(tmp, p), Double(st.st_mtim.tv_sec) < cutoff else { return }
+                    if (try? TreeRemoval.remove(tmp, p)) != nil { removed += 1 }
+                }
+            }
+        }
+        return removed
+    }
+}

@@ -1,0 +1,157 @@
+import Glibc
+import SystemPackage
+
+/// The backing directory (SPEC §6):
+///
+///     STORE/
+///     ├── containerfs.db      metadata (SQLite, WAL)
+///     ├── .lock               held (flock) by the one daemon serving the store
+///     ├── .staging/           half-built items; emptied at every open (crash debris)
+///     ├── containers/ID/      one directory per container
+///     ├── snapshots/NAME/     published snapshots
+///     └── trash/.Trash-UID/   the volume's FreeDesktop.org trash, one per user
+///
+/// Every directory above is opened once as an `O_PATH` descriptor; nothing below is ever
+/// reached by a path string again.
+public final class Store: Sendable {
+    public let path: FilePath
+    public let rootFD: CInt
+    public let containersFD: CInt
+    public let snapshotsFD: CInt
+    public let trashFD: CInt
+    public let stagingFD: CInt
+    /// The device all items must live on: a mount point inside the store is never crossed.
+    public let device: UInt64
+    public let database: MetadataDatabase
+
+    public static let defaultPath: FilePath = {
+        if let data = getenv("XDG_DATA_HOME"), data.pointee != 0 {
+            return FilePath(String(cString: data)).appending("containerfs")
+        }
+        let home = getenv("HOME").map { String(cString: $0) } ?? "/root"
+        return FilePath(home).appending(".local/share/containerfs")
+    }()
+
+    /// Opens (and with `create`, makes) the store at `path`.
+    public init(at path: FilePath, create: Bool = true) throws(FileManagerError) {
+        let absolute = path.isAbsolute ? path : FilePath(Store.currentDirectory()).pushing(path)
+        self.path = absolute.lexicallyNormalized()
+        let display = self.path.string
+        if create {
+            do { try Store.makeDirectories(self.path) } catch { throw FileManagerError(error, path: display) }
+        }
+        do {
+            rootFD = try self.path.withName { p throws(Errno) in try Syscall.open(p, O_PATH | O_DIRECTORY) }
+        } catch {
+            throw FileManagerError(error, path: display)
+        }
+        do {
+            let st = try Syscall.fstat(rootFD)
+            device = UInt64(st.st_dev)
+            containersFD = try Store.subdirectory(rootFD, "containers", mode: 0o1777)
+            snapshotsFD = try Store.subdirectory(rootFD, "snapshots", mode: 0o755)
+            trashFD = try Store.subdirectory(rootFD, "trash", mode: 0o755)
+            stagingFD = try Store.subdirectory(rootFD, ".staging", mode: 0o700)
+        } catch {
+            throw FileManagerError(error, path: display)
+        }
+        do {
+            database = try MetadataDatabase(path: self.path.appending("containerfs.db").string)
+        } catch {
+            throw .system(.ioError, "\(display)/containerfs.db: \(error)")
+        }
+    }
+
+    deinit {
+        for fd in [rootFD, containersFD, snapshotsFD, trashFD, stagingFD] { Syscall.close(fd) }
+    }
+
+    private static func subdirectory(_ dir: CInt, _ name: String, mode: mode_t) throws(Errno) -> CInt {
+        do {
+            try Syscall.mkdirat(dir, name, mode)
+            // mkdir applies the daemon's umask; the store's own directories want exact modes.
+            let fd = try Syscall.openat(dir, name, O_PATH | O_DIRECTORY | O_NOFOLLOW)
+            try Syscall.fchmod(pathDescriptor: fd, mode)
+            return fd
+        } catch .fileExists {
+            return try Syscall.openat(dir, name, O_PATH | O_DIRECTORY | O_NOFOLLOW)
+        }
+    }
+
+    private static func makeDirectories(_ path: FilePath) throws(Errno) {
+        var prefix = FilePath("/")
+        for component in path.components {
+            prefix.append(component)
+            do {
+                try prefix.withName { p throws(Errno) in try Syscall.check { Glibc.mkdir(p, 0o755) } }
+            } catch .fileExists {
+                continue
+            }
+        }
+    }
+
+    static func currentDirectory() -> String {
+        guard let cwd = getcwd(nil, 0) else { return "/" }
+        defer { free(cwd) }
+        return String(cString: cwd)
+    }
+
+    // MARK: - The store lock
+
+    /// Takes the store's exclusive lock, or fails naming who holds it. Held until `release`.
+    /// The lock file records the holder's pid and mount point for that message.
+    public func acquireLock(mountPoint: String?) throws(FileManagerError) -> StoreLock {
+        let fd: CInt
+        do {
+            fd = try Syscall.openat(rootFD, ".lock", O_RDWR | O_CREAT | O_NOFOLLOW, 0o644)
+        } catch {
+            throw FileManagerError(error, path: path.appending(".lock").string)
+        }
+        if flock(fd, LOCK_EX | LOCK_NB) != 0 {
+            let holder = Store.readLockHolder(fd)
+            Syscall.close(fd)
+            throw .busy("\(path.string): store is already in use\(holder.map { " (\($0))" } ?? "")")
+        }
+        let text = "pid \(getpid())\(mountPoint.map { ", mounted at \($0)" } ?? "")\n"
+        _ = ftruncate(fd, 0)
+        _ = text.withCString { pwrite(fd, $0, strlen($0), 0) }
+        return StoreLock(fd: fd)
+    }
+
+    /// Who holds the lock, as recorded in the lock file, if anyone does.
+    public func lockHolder() -> String? {
+        guard let fd = try? Syscall.openat(rootFD, ".lock", O_RDONLY | O_NOFOLLOW) else { return nil }
+        defer { Syscall.close(fd) }
+        if flock(fd, LOCK_SH | LOCK_NB) == 0 { flock(fd, LOCK_UN); return nil }
+        return Store.readLockHolder(fd) ?? "locked"
+    }
+
+    private static func readLockHolder(_ fd: CInt) -> String? {
+        var buf = [UInt8](repeating: 0, count: 512)
+        let n = buf.withUnsafeMutableBytes { pread(fd, $0.baseAddress, 511, 0) }
+        guard n > 0 else { return nil }
+        let s = String(decoding: buf[0..<n], as: UTF8.self).trimmingCharacters(in: "\n")
+        return s.isEmpty ? nil : s
+    }
+
+    /// Removes crash debris: anything left in `.staging/` was never made visible.
+    public func clearStaging() {
+        try? TreeRemoval.removeContents(of: stagingFD)
+    }
+}
+
+/// The held store lock; released when dropped (or when the process dies).
+public final class StoreLock: Sendable {
+    let fd: CInt
+    init(fd: CInt) { self.fd = fd }
+    deinit { Syscall.close(fd) }
+}
+
+extension String {
+    func trimmingCharacters(in set: Character) -> String {
+        var s = Substring(self)
+        while s.first == set { s = s.dropFirst() }
+        while s.last == set { s = s.dropLast() }
+        return String(s)
+    }
+}

@@ -1,0 +1,57 @@
+import CLinux
+import Glibc
+
+/// Who asked: the FUSE request's context, or a CLI / Swift-API client's peer credentials.
+/// Every core entry point that creates or checks takes one (reference file-manager §2.2):
+/// the daemon's own uid, umask and cwd never leak into a result.
+public struct Caller: Sendable, Equatable {
+    public var uid: uid_t
+    public var gid: gid_t
+    /// The calling thread's id as the kernel reports it (0 when the kernel itself asks).
+    public var pid: pid_t
+    public var umask: mode_t
+
+    public init(uid: uid_t, gid: gid_t, pid: pid_t = 0, umask: mode_t = 0o022) {
+        self.uid = uid
+        self.gid = gid
+        self.pid = pid
+        self.umask = umask
+    }
+
+    /// The process running this code (the CLI working on a store without a daemon).
+    public static var current: Caller {
+        let mask = Glibc.umask(0)
+        _ = Glibc.umask(mask)
+        return Caller(uid: getuid(), gid: getgid(), pid: getpid(), umask: mask)
+    }
+
+    public var isRoot: Bool { uid == 0 }
+}
+
+/// Runs creating system calls with the caller's fs uid and gid, so that new items belong to
+/// the caller (and setgid directories work as the kernel defines), not to the daemon.
+///
+/// Only a root daemon can switch; a daemon run by a user creates everything as that user,
+/// which is then also the only user who can reach the mount without allow_other.
+public enum Credentials {
+    /// Whether this process can switch fs credentials (it runs as root).
+    public static let canSwitch: Bool = geteuid() == 0
+
+    /// Called once on the main thread before any worker exists: threads inherit the
+    /// securebit, so every libfuse worker keeps its capabilities across fsuid switches.
+    public static func prepareProcess() {
+        if canSwitch { _ = clinux_keep_caps_on_fsuid_change() }
+    }
+
+    @inline(__always)
+    public static func asCaller<R, E: Error>(_ caller: Caller, _ body: () throws(E) -> R) throws(E) -> R {
+        guard canSwitch, caller.uid != 0 || caller.gid != 0 else { return try body() }
+        _ = clinux_setfsgid(caller.gid)
+        _ = clinux_setfsuid(caller.uid)
+        defer {
+            _ = clinux_setfsuid(0)
+            _ = clinux_setfsgid(0)
+        }
+        return try body()
+    }
+}

@@ -1,0 +1,51 @@
+import Glibc
+import Synchronization
+import SystemPackage
+
+/// A live item of the store the daemon knows about: one per backing inode, holding an
+/// `O_PATH | O_NOFOLLOW` descriptor so that every later request works relative to it
+/// (`*at()` calls) and never resolves a path again (passthrough_ll's `lo_inode`).
+///
+/// The descriptor also pins the inode: while an `Item` lives, its inode number cannot be
+/// reused by the backing file system, so the number identifies it (`ItemTable`).
+///
+/// Sendable note: `fd`, `inode` and `type` never change; everything else lives in `state`,
+/// behind its own mutex.
+public final class Item: @unchecked Sendable {
+    /// The number the item is known by: the backing store's inode number (SPEC §1), or a
+    /// reserved number for the virtual root.
+    public let inode: UInt64
+    /// `O_PATH` descriptor on the backing item; -1 for the virtual root.
+    public let fd: CInt
+    /// `st_mode & S_IFMT`: an inode's type never changes.
+    public let type: mode_t
+
+    struct State {
+        /// The directory this item was last seen in, for recomputing `zone` after a move.
+        var parent: Item?
+        /// The name it was last seen under (bytes, never decoded).
+        var name: FilePath.Component?
+        var zone: Zone
+        /// `ItemTable.zoneEpoch` when `zone` was computed.
+        var zoneEpoch: UInt64
+        /// Outstanding references handed to the client (the kernel's lookup count).
+        var references: UInt64
+    }
+    let state: Mutex<State>
+
+    init(inode: UInt64, fd: CInt, type: mode_t, zone: Zone, parent: Item?, name: FilePath.Component?, epoch: UInt64) {
+        self.inode = inode
+        self.fd = fd
+        self.type = type
+        self.state = Mutex(State(parent: parent, name: name, zone: zone, zoneEpoch: epoch, references: 0))
+    }
+
+    deinit {
+        if fd >= 0 { Syscall.close(fd) }
+    }
+
+    public var isDirectory: Bool { type == S_IFDIR }
+    public var isSymlink: Bool { type == S_IFLNK }
+    public var isRegularFile: Bool { type == S_IFREG }
+    public var isVirtual: Bool { fd < 0 }
+}

@@ -1,0 +1,86 @@
+import Glibc
+import Synchronization
+import SystemPackage
+
+/// All items the client (the kernel) holds references to, keyed by inode number.
+///
+/// Sharded so that concurrent lookups of unrelated files do not contend on one lock
+/// (passthrough_ll's single-mutex list is its top hotspot). Lock order: a shard lock is
+/// taken alone, or before an `Item.state` lock, never the other way round.
+public final class ItemTable: Sendable {
+    static let shardCount = 64
+    /// A class only because an array cannot hold the non-copyable `Mutex` itself.
+    private final class Shard: Sendable {
+        let items = Mutex<[UInt64: Item]>([:])
+        func withLock<R: Sendable>(_ body: (inout sending [UInt64: Item]) -> sending R) -> R { items.withLock(body) }
+    }
+    private let shards: [Shard]
+
+    /// Bumped whenever a directory moves across zones (out of Inbox, into or out of the
+    /// trash), which makes every cached zone below it stale. Items compare their stamp and
+    /// recompute lazily; such moves are rare, so the common path is one atomic load.
+    let zoneEpoch = Atomic<UInt64>(0)
+
+    init() {
+        shards = (0..<Self.shardCount).map { _ in Shard() }
+    }
+
+    @inline(__always)
+    private func shard(_ inode: UInt64) -> Int { Int(truncatingIfNeeded: (inode &* 0x9E37_79B9_7F4A_7C15) >> 58) }
+
+    /// The item with this number, if the client holds it.
+    @inline(__always)
+    public func item(_ inode: UInt64) -> Item? {
+        shards[shard(inode)].withLock { $0[inode] }
+    }
+
+    /// Returns the known item for `inode`, adding one reference; or, when unknown, makes
+    /// one with `make` (which opens its descriptor) and inserts it with one reference.
+    /// `make` runs outside the lock; if another thread inserted meanwhile, its item wins.
+    func remember(_ inode: UInt64, make: () throws(Errno) -> Item) throws(Errno) -> Item {
+        let s = shard(inode)
+        if let existing = shards[s].withLock({ table -> Item? in
+            guard let item = table[inode] else { return nil }
+            item.state.withLock { $0.references += 1 }
+            return item
+        }) {
+            return existing
+        }
+        let fresh = try make()
+        return shards[s].withLock { table in
+            let item = table[inode] ?? fresh
+            table[inode] = item
+            item.state.withLock { $0.references += 1 }
+            return item
+        }
+    }
+
+    /// Adds references to an item the client already holds (e.g. root).
+    func insertPermanent(_ item: Item) {
+        shards[shard(item.inode)].withLock { table in
+            table[item.inode] = item
+            item.state.withLock { $0.references = UInt64.max / 2 }
+        }
+    }
+
+    /// Drops `count` references; at zero the item leaves the table and its descriptor is
+    /// closed once the last in-flight request using it finishes.
+    public func forget(_ inode: UInt64, count: UInt64) {
+        shards[shard(inode)].withLock { table in
+            guard let item = table[inode] else { return }
+            let left = item.state.withLock { st -> UInt64 in
+                st.references = st.references >= count ? st.references - count : 0
+                return st.references
+            }
+            if left == 0 { table[inode] = nil }
+        }
+    }
+
+    /// Forgets everything (unmount).
+    public func removeAll() {
+        for s in shards { s.withLock { $0.removeAll() } }
+    }
+
+    /// How many items are held: for tests and statistics.
+    public var count: Int { shards.reduce(0) { n, s in n + s.withLock { $0.count } } }
+}

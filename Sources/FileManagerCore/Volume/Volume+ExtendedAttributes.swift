@@ -1,0 +1,40 @@
+import Glibc
+import SystemPackage
+
+// MARK: - Extended attributes
+//
+// `user.*`, `trusted.*` and `security.*` pass through to the backing item. `system.*`
+// (POSIX ACLs) is refused with EOPNOTSUPP: the kernel enforces only mode bits on this mount
+// (default_permissions), so an ACL stored on the backing file would be a silent lie.
+
+extension Volume {
+    static func isSupportedName(_ name: UnsafePointer<CChar>) -> Bool {
+        strncmp(name, "system.", 7) != 0
+    }
+
+    /// The value of `name`, into `buffer` (size 0: just the size). ENODATA when absent.
+    public func extendedAttribute(_ item: Item, _ name: UnsafePointer<CChar>, into buffer: UnsafeMutableRawBufferPointer) throws(Errno) -> Int {
+        if item.isVirtual || !Volume.isSupportedName(name) { throw .noData }
+        return try Syscall.getxattr(pathDescriptor: item.fd, name, buffer)
+    }
+
+    /// The NUL-separated names, into `buffer` (size 0: just the size).
+    public func extendedAttributeNames(_ item: Item, into buffer: UnsafeMutableRawBufferPointer) throws(Errno) -> Int {
+        if item.isVirtual { return 0 }
+        return try Syscall.listxattr(pathDescriptor: item.fd, buffer)
+    }
+
+    public func setExtendedAttribute(_ item: Item, _ name: UnsafePointer<CChar>, _ value: UnsafeRawBufferPointer, flags: CInt) throws(Errno) {
+        if item.isVirtual { throw .permissionDenied }
+        try zone(of: item).checkModify()
+        guard Volume.isSupportedName(name) else { throw .notSupported }
+        try Syscall.setxattr(pathDescriptor: item.fd, name, value, flags)
+    }
+
+    public func removeExtendedAttribute(_ item: Item, _ name: UnsafePointer<CChar>) throws(Errno) {
+        if item.isVirtual { throw .permissionDenied }
+        try zone(of: item).checkModify()
+        guard Volume.isSupportedName(name) else { throw .notSupported }
+        try Syscall.removexattr(pathDescriptor: item.fd, name)
+    }
+}

@@ -1,0 +1,75 @@
+import Glibc
+import SystemPackage
+
+/// An open file: a real (not `O_PATH`) descriptor on the backing file, and the item.
+/// Lives from `open`/`create` to `release`; the descriptor closes with it.
+///
+/// Sendable note: immutable after creation; the descriptor is used with positional I/O only.
+public final class OpenFile: @unchecked Sendable {
+    public let fd: CInt
+    public let item: Item
+    /// The caller asked for O_DIRECT: the kernel should not cache this handle's data. The
+    /// backing descriptor itself is opened without it (a caller's unaligned buffers must
+    /// never reach the backing file with O_DIRECT).
+    public let direct: Bool
+    public let writable: Bool
+
+    init(fd: CInt, item: Item, direct: Bool, writable: Bool) {
+        self.fd = fd
+        self.item = item
+        self.direct = direct
+        self.writable = writable
+    }
+
+    deinit { Syscall.close(fd) }
+
+    public func sync(dataOnly: Bool) throws(Errno) { try Syscall.fsync(fd, dataOnly: dataOnly) }
+
+    public func allocate(mode: CInt, offset: off_t, length: off_t) throws(Errno) {
+        try Syscall.fallocate(fd, mode, offset, length)
+    }
+
+    /// `lseek` for SEEK_DATA / SEEK_HOLE (the kernel handles SEEK_SET/CUR/END itself).
+    public func seek(_ offset: off_t, whence: CInt) throws(Errno) -> off_t {
+        try Syscall.lseek(fd, offset, whence)
+    }
+
+    /// Server-side copy between two open files (`copy_file_range`).
+    public func copyRange(from offset: off_t, to destination: OpenFile, at destinationOffset: off_t, length: Int, flags: UInt32) throws(Errno) -> Int {
+        var inOff = offset, outOff = destinationOffset
+        return try Syscall.copyFileRange(fd, &inOff, destination.fd, &outOff, length, flags)
+    }
+}
+
+extension Volume {
+    /// Flags the backing descriptor must never get: creation is done by `create`, O_DIRECT
+    /// would expose the backing file to unaligned caller buffers, O_NOCTTY is meaningless.
+    static let strippedOpenFlags: CInt = O_CREAT | O_EXCL | O_NOCTTY | O_DIRECT
+
+    /// Opens an existing file. Opening for writing (or with O_TRUNC) is a modification and
+    /// is refused in the bundle and snapshots (EROFS) and in Inbox (EACCES).
+    public func open(_ item: Item, flags: CInt) throws(Errno) -> OpenFile {
+        if item.isVirtual || item.isSymlink { throw item.isSymlink ? .tooManySymbolicLinkLevels : .isDirectory }
+        let writable = (flags & O_ACCMODE) != O_RDONLY || (flags & O_TRUNC) != 0
+        if writable { try zone(of: item).checkModify() }
+        let fd = try Syscall.reopen(item.fd, flags & ~Volume.strippedOpenFlags)
+        return OpenFile(fd: fd, item: item, direct: flags & O_DIRECT != 0, writable: writable)
+    }
+
+    /// Creates and opens a new file (`open(O_CREAT)` of a missing name); O_EXCL is the
+    /// kernel's business, which asks only when the name does not exist.
+    public func create(_ parent: Item, _ name: UnsafePointer<CChar>, mode: mode_t, flags: CInt, caller: Caller) throws(Errno) -> (Item, stat, OpenFile) {
+        if strlen(name) > 255 { throw .fileNameTooLong }
+        try zone(of: parent).checkCreate(name)
+        let fd = try Credentials.asCaller(caller) { () throws(Errno) in
+            try Syscall.openat(parent.fd, name, (flags & ~(O_DIRECT | O_NOCTTY)) | O_CREAT | O_NOFOLLOW, mode)
+        }
+        do {
+            let (item, st) = try lookup(parent, name)
+            return (item, st, OpenFile(fd: fd, item: item, direct: flags & O_DIRECT != 0, writable: true))
+        } catch {
+            Syscall.close(fd)
+            throw error
+        }
+    }
+}

@@ -1,0 +1,123 @@
+import Glibc
+import SystemPackage
+
+// MARK: - Creating, linking, removing and renaming entries
+//
+// Each creating call runs its system call with the caller's fs uid and gid (new items
+// belong to the caller, setgid directories behave as the kernel defines), then looks the
+// new entry up, which hands the client one reference to it.
+
+extension Volume {
+    /// `mknod`: regular files, FIFOs and sockets; device nodes are refused with EPERM
+    /// (reference file-manager §3.9: they have no place in app data).
+    public func mknod(_ parent: Item, _ name: UnsafePointer<CChar>, mode: mode_t, device: dev_t, caller: Caller) throws(Errno) -> (Item, stat) {
+        let type = mode & S_IFMT
+        try zone(of: parent).checkCreate(name)
+        guard type == S_IFREG || type == S_IFIFO || type == S_IFSOCK || type == 0 else { throw .notPermitted }
+        try Credentials.asCaller(caller) { () throws(Errno) in try Syscall.mknodat(parent.fd, name, mode, device) }
+        return try created(parent, name)
+    }
+
+    /// `mkdir`. In `containers/` it creates a container with the standard layout (EINVAL
+    /// for a bad bundle id); at the root only the caller's own `.Trash-UID` may be made.
+    public func mkdir(_ parent: Item, _ name: UnsafePointer<CChar>, mode: mode_t, caller: Caller) throws(Errno) -> (Item, stat) {
+        if strlen(name) > 255 { throw .fileNameTooLong }
+        switch zone(of: parent) {
+        case .root:
+            guard let owner = Volume.trashOwner(name), owner == caller.uid else { throw .permissionDenied }
+            try Credentials.asCaller(caller) { () throws(Errno) in try Syscall.mkdirat(store.trashFD, name, 0o700) }
+            return try lookup(parent, name)
+        case .containers:
+            let bytes = Array(UnsafeRawBufferPointer(start: name, count: strlen(name)))
+            guard BundleIdentifier.isValid(bytes), let id = BundleIdentifier(String(decoding: bytes, as: UTF8.self)) else {
+                throw .invalidArgument
+            }
+            do {
+                try registry.create(id, caller: caller)
+            } catch {
+                throw error.errno
+            }
+            return try lookup(parent, name)
+        case let zone:
+            try zone.checkCreate(name)
+            try Credentials.asCaller(caller) { () throws(Errno) in try Syscall.mkdirat(parent.fd, name, mode) }
+            return try created(parent, name)
+        }
+    }
+
+    /// `symlink`: the target is stored as given, never validated or followed.
+    public func symlink(_ target: UnsafePointer<CChar>, _ parent: Item, _ name: UnsafePointer<CChar>, caller: Caller) throws(Errno) -> (Item, stat) {
+        try zone(of: parent).checkCreate(name)
+        try Credentials.asCaller(caller) { () throws(Errno) in try Syscall.symlinkat(target, parent.fd, name) }
+        return try created(parent, name)
+    }
+
+    /// `link`: a new name for a file in the same container (EXDEV between containers and
+    /// from snapshots; EPERM for directories, as POSIX says).
+    public func link(_ item: Item, _ newParent: Item, _ newName: UnsafePointer<CChar>) throws(Errno) -> (Item, stat) {
+        if item.isDirectory { throw .notPermitted }
+        try Zone.checkLink(item: zone(of: item), into: zone(of: newParent), name: newName)
+        try Syscall.link(pathDescriptor: item.fd, newParent.fd, newName)
+        return try created(newParent, newName)
+    }
+
+    /// Looks up an entry just made; a failure here (raced away) is reported as such.
+    private func created(_ parent: Item, _ name: UnsafePointer<CChar>) throws(Errno) -> (Item, stat) {
+        try lookup(parent, name)
+    }
+
+    /// `unlink` of one non-directory entry.
+    public func unlink(_ parent: Item, _ name: UnsafePointer<CChar>) throws(Errno) {
+        try checkRemoval(parent, name, directory: false)
+        try Syscall.unlinkat(parent.fd, name, 0)
+    }
+
+    /// `rmdir` of one empty directory.
+    public func rmdir(_ parent: Item, _ name: UnsafePointer<CChar>) throws(Errno) {
+        try checkRemoval(parent, name, directory: true)
+        try Syscall.unlinkat(parent.fd, name, AT_REMOVEDIR)
+    }
+
+    private func checkRemoval(_ parent: Item, _ name: UnsafePointer<CChar>, directory: Bool) throws(Errno) {
+        let parentZone = zone(of: parent)
+        switch parentZone {
+        case .contents, .trash, .inbox:
+            return  // no fixed children here: no need to look at the child
+        case .root:
+            if parent.isVirtual { throw .permissionDenied }
+        default:
+            break
+        }
+        let st = try Syscall.fstatat(parent.fd, name)
+        let childZone = parentZone.child(named: name, isDirectory: (st.st_mode & S_IFMT) == S_IFDIR, key: UInt64(st.st_ino))
+        try parentZone.checkRemove(child: childZone)
+    }
+
+    /// `rename` with Linux's flags: `RENAME_NOREPLACE` (EEXIST if the target exists) and
+    /// `RENAME_EXCHANGE` (swap; types may differ). Renames between containers are EXDEV;
+    /// between a container and the trash they stay on one volume and keep the inode.
+    public func rename(_ parent: Item, _ name: UnsafePointer<CChar>, _ newParent: Item, _ newName: UnsafePointer<CChar>, flags: UInt32) throws(Errno) {
+        if parent.isVirtual || newParent.isVirtual { throw .permissionDenied }
+        if strlen(newName) > 255 { throw .fileNameTooLong }
+        let exchange = flags & RENAME_EXCHANGE != 0
+        let sourceZone = zone(of: parent)
+        let destinationZone = zone(of: newParent)
+        let st = try Syscall.fstatat(parent.fd, name)
+        let itemZone = sourceZone.child(named: name, isDirectory: (st.st_mode & S_IFMT) == S_IFDIR, key: UInt64(st.st_ino))
+        var replaced: stat?
+        do { replaced = try Syscall.fstatat(newParent.fd, newName) } catch .noSuchFileOrDirectory { replaced = nil }
+        let replacedZone = replaced.map {
+            destinationZone.child(named: newName, isDirectory: ($0.st_mode & S_IFMT) == S_IFDIR, key: UInt64($0.st_ino))
+        }
+        try Zone.checkRename(item: itemZone, from: sourceZone, to: destinationZone, replacing: replacedZone,
+                             newName: newName, exchange: exchange)
+        if exchange, let replacedZone {
+            try Zone.checkRename(item: replacedZone, from: destinationZone, to: sourceZone, replacing: itemZone,
+                                 newName: name, exchange: true)
+        }
+        try Syscall.renameat2(parent.fd, name, newParent.fd, newName, flags)
+
+        if let moved = items.item(UInt64(st.st_ino)) { relocate(moved, to: newParent, name: newName) }
+        if exchange, let replaced, let other = items.item(UInt64(replaced.st_ino)) { relocate(other, to: parent, name: name) }
+    }
+}

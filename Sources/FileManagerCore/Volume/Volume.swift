@@ -1,0 +1,196 @@
+import Glibc
+import Logging
+import Synchronization
+import SystemPackage
+
+/// The mounted tree as POSIX sees it, built on the store: the primitives the FUSE bridge
+/// calls one for one (lookup, create, rename with flags, single-item unlink, unfiltered
+/// listing), with SPEC §1's per-area policy enforced before any system call.
+///
+/// Items are addressed by `Item` (one per backing inode, holding an `O_PATH` descriptor);
+/// names are single path components as bytes. Nothing here knows about FUSE.
+///
+/// Errors are bare `Errno` values (typed throws): this layer answers the kernel, which
+/// needs the number; `CoreFileManager` wraps them with paths for people.
+public final class Volume: Sendable {
+    public let store: Store
+    public let items = ItemTable()
+    public let registry: ContainerRegistry
+    /// The virtual mount root (inode 1).
+    public let root: Item
+    let logger: Logger
+
+    /// The inode number reported for the virtual root; FUSE's root node id.
+    public static let rootInode: UInt64 = 1
+
+    private let changeObservers = Mutex<[any VolumeObserver]>([])
+
+    public init(store: Store, logger: Logger = Logger(label: "containerfs.volume")) {
+        self.store = store
+        self.registry = ContainerRegistry(store: store)
+        self.logger = logger
+        root = Item(inode: Volume.rootInode, fd: -1, type: S_IFDIR, zone: .root, parent: nil, name: nil, epoch: 0)
+        items.insertPermanent(root)
+    }
+
+    /// Registers an observer of changes the volume makes (kernel invalidation, presenters).
+    public func addObserver(_ observer: any VolumeObserver) {
+        changeObservers.withLock { $0.append(observer) }
+    }
+
+    func notify(_ body: (any VolumeObserver) -> Void) {
+        for o in changeObservers.withLock({ $0 }) { body(o) }
+    }
+
+    /// The item the client holds under `inode`.
+    @inline(__always)
+    public func item(_ inode: UInt64) -> Item? { items.item(inode) }
+
+    // MARK: - Zones
+
+    /// The item's current zone: cached, recomputed from its parent after a move across zones.
+    public func zone(of item: Item) -> Zone {
+        let epoch = items.zoneEpoch.load(ordering: .acquiring)
+        let (cached, stamp, parent, name) = item.state.withLock { ($0.zone, $0.zoneEpoch, $0.parent, $0.name) }
+        if stamp == epoch { return cached }
+        guard let parent, let name else { return cached }
+        let parentZone = zone(of: parent)
+        let fresh = name.withPlatformString { parentZone.child(named: $0, isDirectory: item.isDirectory, key: item.inode) }
+        item.state.withLock { $0.zone = fresh; $0.zoneEpoch = epoch }
+        return fresh
+    }
+
+    // MARK: - Lookup
+
+    /// Finds `name` in `parent` and returns its item with one more client reference, and its
+    /// attributes. Never blocks on coordination (SPEC §3).
+    public func lookup(_ parent: Item, _ name: UnsafePointer<CChar>) throws(Errno) -> (Item, stat) {
+        if strlen(name) > 255 { throw .fileNameTooLong }
+        if parent.isVirtual { return try lookupInRoot(name) }
+        if name[0] == 0x2E && (name[1] == 0 || (name[1] == 0x2E && name[2] == 0)) {
+            throw .noSuchFileOrDirectory  // the kernel resolves . and ..; never hand out a parent
+        }
+        let st = try Syscall.fstatat(parent.fd, name)
+        guard UInt64(st.st_dev) == store.device else { throw .permissionDenied }  // a mount inside the store
+        let item = try remember(st, in: parent, name: name) { () throws(Errno) in
+            try Syscall.openat(parent.fd, name, O_PATH | O_NOFOLLOW)
+        }
+        return (item, st)
+    }
+
+    /// Adds a reference to the item for `st`, making it (with `open`) if it is new.
+    func remember(_ st: stat, in parent: Item, name: UnsafePointer<CChar>, open: () throws(Errno) -> CInt) throws(Errno) -> Item {
+        let inode = UInt64(st.st_ino)
+        let type = st.st_mode & S_IFMT
+        let item = try items.remember(inode) { () throws(Errno) in
+            let fd = try open()
+            let parentZone = zone(of: parent)
+            let zone = parentZone.child(named: name, isDirectory: type == S_IFDIR, key: inode)
+            return Item(inode: inode, fd: fd, type: type, zone: zone, parent: parent,
+                        name: FilePath.Component(platformString: name), epoch: items.zoneEpoch.load(ordering: .acquiring))
+        }
+        // Directories have one parent; follow it if the item moved behind our back.
+        if item.isDirectory {
+            let moved = item.state.withLock { $0.parent !== parent }
+            if moved { relocate(item, to: parent, name: name) }
+        }
+        return item
+    }
+
+    /// Records that `item` now lives in `parent` as `name`; a directory that changed zones
+    /// makes every cached zone below it stale (bump of the epoch).
+    func relocate(_ item: Item, to parent: Item, name: UnsafePointer<CChar>) {
+        let newZone = zone(of: parent).child(named: name, isDirectory: item.isDirectory, key: item.inode)
+        let component = FilePath.Component(platformString: name)
+        let oldZone = item.state.withLock { st -> Zone in
+            let old = st.zone
+            st.parent = parent
+            st.name = component
+            st.zone = newZone
+            return old
+        }
+        if item.isDirectory && oldZone != newZone {
+            let epoch = items.zoneEpoch.add(1, ordering: .acquiringAndReleasing).newValue
+            item.state.withLock { $0.zoneEpoch = epoch }
+        }
+    }
+
+    private func lookupInRoot(_ name: UnsafePointer<CChar>) throws(Errno) -> (Item, stat) {
+        let (dir, storeName): (CInt, UnsafePointer<CChar>)
+        if strcmp(name, "containers") == 0 || strcmp(name, "snapshots") == 0 {
+            (dir, storeName) = (store.rootFD, name)
+        } else if Volume.trashOwner(name) != nil {
+            (dir, storeName) = (store.trashFD, name)
+        } else {
+            throw .noSuchFileOrDirectory
+        }
+        let st = try Syscall.fstatat(dir, storeName)
+        guard (st.st_mode & S_IFMT) == S_IFDIR else { throw .noSuchFileOrDirectory }
+        let item = try remember(st, in: root, name: name) { () throws(Errno) in
+            try Syscall.openat(dir, storeName, O_PATH | O_DIRECTORY | O_NOFOLLOW)
+        }
+        return (item, st)
+    }
+
+    /// The uid in a `.Trash-UID` name, if `name` is one.
+    static func trashOwner(_ name: UnsafePointer<CChar>) -> uid_t? {
+        guard strncmp(name, ".Trash-", 7) == 0 else { return nil }
+        var value: UInt64 = 0
+        var p = name + 7
+        guard p.pointee != 0 else { return nil }
+        while p.pointee != 0 {
+            let c = UInt8(bitPattern: p.pointee)
+            guard c >= 48, c <= 57, value < UInt64(UInt32.max) else { return nil }
+            value = value * 10 + UInt64(c - 48)
+            p += 1
+        }
+        return value <= UInt64(UInt32.max) ? uid_t(value) : nil
+    }
+
+    // MARK: - Attributes
+
+    /// `lstat` of the item. The virtual root is a sticky, world-writable directory (like
+    /// /tmp) so that any user may `mkdir containers/ID` and `.Trash-UID`; the daemon's
+    /// policy, not its mode, decides what else happens there.
+    public func attributes(_ item: Item) throws(Errno) -> stat {
+        if item.isVirtual { return rootAttributes() }
+        return try Syscall.fstat(item.fd)
+    }
+
+    func rootAttributes() -> stat {
+        var st = stat()
+        st.st_ino = ino_t(Volume.rootInode)
+        st.st_mode = S_IFDIR | 0o1777
+        st.st_nlink = 4
+        st.st_uid = 0
+        st.st_gid = 0
+        st.st_blksize = 4096
+        if let storeStat = try? Syscall.fstat(store.rootFD) {
+            st.st_atim = storeStat.st_atim
+            st.st_mtim = storeStat.st_mtim
+            st.st_ctim = storeStat.st_ctim
+        }
+        return st
+    }
+
+    /// The backing store's file system figures, for every path (no quotas).
+    public func fileSystemAttributes() throws(Errno) -> statvfs {
+        try Syscall.fstatvfs(store.rootFD)
+    }
+
+    /// The target of a symbolic link, as bytes.
+    public func readlink(_ item: Item) throws(Errno) -> [UInt8] {
+        guard item.isSymlink else { throw .invalidArgument }
+        return try Syscall.readlink(pathDescriptor: item.fd)
+    }
+}
+
+/// Told about changes the volume itself made, after they happened: the FUSE bridge
+/// invalidates the kernel's caches for changes that did not come through the kernel
+/// (CLI commands run by the daemon), later presenters hear of them.
+public protocol VolumeObserver: Sendable {
+    /// An entry appeared, disappeared or was replaced in the directory `parent`.
+    func entryChanged(parent: UInt64, name: FilePath.Component)
+    /// An item's data or attributes changed.
+    func itemChanged(_ inode: UInt64)
+}
