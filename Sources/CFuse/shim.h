@@ -11,7 +11,6 @@
 #define CFUSE_SHIM_H
 
 #define FUSE_USE_VERSION 314
-#define _GNU_SOURCE 1
 #include <fuse_lowlevel.h>
 #include <sys/types.h>
 #include <sys/stat.h>

@@ -1,1 +1,91 @@
-/* CLinux is header-only; this file exists because a C target needs one source. */
+/* The GNU-only half of CLinux.h: compiled on its own, with _GNU_SOURCE. */
+#define _GNU_SOURCE 1
+#include "CLinux.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <unistd.h>
+#include <linux/securebits.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/xattr.h>
+
+const int clinux_O_PATH = O_PATH;
+const int clinux_O_DIRECT = O_DIRECT;
+const int clinux_AT_EMPTY_PATH = AT_EMPTY_PATH;
+const unsigned int clinux_RENAME_NOREPLACE = RENAME_NOREPLACE;
+const unsigned int clinux_RENAME_EXCHANGE = RENAME_EXCHANGE;
+const unsigned int clinux_RENAME_WHITEOUT = RENAME_WHITEOUT;
+const long clinux_UTIME_NOW = UTIME_NOW;
+const long clinux_UTIME_OMIT = UTIME_OMIT;
+
+long clinux_setfsuid(uid_t uid) { return syscall(SYS_setfsuid, uid); }
+long clinux_setfsgid(gid_t gid) { return syscall(SYS_setfsgid, gid); }
+
+int clinux_keep_caps_on_fsuid_change(void)
+{
+    return prctl(PR_SET_SECUREBITS, SECBIT_NO_SETUID_FIXUP, 0, 0, 0);
+}
+
+int clinux_clear_securebits(void) { return prctl(PR_SET_SECUREBITS, 0, 0, 0, 0); }
+
+long clinux_getdents64(int fd, void *buf, size_t len) { return syscall(SYS_getdents64, fd, buf, len); }
+
+int clinux_openat(int dirfd, const char *path, int flags, mode_t mode) { return openat(dirfd, path, flags, mode); }
+int clinux_open(const char *path, int flags, mode_t mode) { return open(path, flags, mode); }
+int clinux_renameat2(int olddir, const char *old, int newdir, const char *new_, unsigned int flags)
+{ return renameat2(olddir, old, newdir, new_, flags); }
+int clinux_fallocate(int fd, int mode, off_t offset, off_t len) { return fallocate(fd, mode, offset, len); }
+ssize_t clinux_copy_file_range(int in, off_t *inoff, int out, off_t *outoff, size_t len, unsigned int flags)
+{ return copy_file_range(in, inoff, out, outoff, len, flags); }
+ssize_t clinux_getxattr(const char *path, const char *name, void *value, size_t size) { return getxattr(path, name, value, size); }
+ssize_t clinux_listxattr(const char *path, char *list, size_t size) { return listxattr(path, list, size); }
+int clinux_setxattr(const char *path, const char *name, const void *value, size_t size, int flags)
+{ return setxattr(path, name, value, size, flags); }
+int clinux_removexattr(const char *path, const char *name) { return removexattr(path, name); }
+int clinux_utimensat_empty_path(int fd, const void *times) { return utimensat(fd, "", (const struct timespec *)times, AT_EMPTY_PATH); }
+int clinux_fchownat_empty_path(int fd, uid_t uid, gid_t gid) { return fchownat(fd, "", uid, gid, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW); }
+
+int clinux_accept_cloexec(int fd) { return accept4(fd, NULL, NULL, SOCK_CLOEXEC); }
+
+int clinux_peer_credentials(int fd, uid_t *uid, gid_t *gid, pid_t *pid)
+{
+    struct ucred cred;
+    socklen_t len = sizeof cred;
+    if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0) return -1;
+    *uid = cred.uid;
+    *gid = cred.gid;
+    *pid = cred.pid;
+    return 0;
+}
+
+pid_t clinux_spawn_daemon(const char *path, char *const argv[], char *const envp[], int log_fd, int ready_fd)
+{
+    posix_spawn_file_actions_t actions;
+    posix_spawnattr_t attr;
+    pid_t pid;
+    posix_spawn_file_actions_init(&actions);
+    posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
+    posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0);
+    posix_spawn_file_actions_adddup2(&actions, log_fd, 2);
+    posix_spawn_file_actions_adddup2(&actions, ready_fd, 3);
+    posix_spawnattr_init(&attr);
+    posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSID);
+    int rc = posix_spawn(&pid, path, &actions, &attr, argv, envp);
+    posix_spawn_file_actions_destroy(&actions);
+    posix_spawnattr_destroy(&attr);
+    return rc == 0 ? pid : -rc;
+}
+
+int clinux_raise_nofile_limit(void)
+{
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_NOFILE, &rl) != 0) return -1;
+    rl.rlim_cur = rl.rlim_max;
+    return setrlimit(RLIMIT_NOFILE, &rl);
+}

@@ -55,3 +55,16 @@ public enum Credentials {
         return try body()
     }
 }
+
+extension Credentials {
+    /// Runs `body` on this thread with fs-uid switches that *do* drop capabilities, so that
+    /// `asCaller` inside it makes the kernel check the caller's permissions (reading a
+    /// host file a client names, e.g. a bundle to install). Request handlers of the mount
+    /// never need this: the kernel checked their callers already.
+    public static func withAccessChecks<R>(_ body: () throws -> R) rethrows -> R {
+        guard canSwitch else { return try body() }
+        _ = clinux_clear_securebits()
+        defer { _ = clinux_keep_caps_on_fsuid_change() }
+        return try body()
+    }
+}

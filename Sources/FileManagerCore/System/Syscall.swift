@@ -70,12 +70,12 @@ public enum Syscall {
     }
 
     public static func fchown(pathDescriptor fd: CInt, _ uid: uid_t, _ gid: gid_t) throws(Errno) {
-        _ = try check { Glibc.fchownat(fd, "", uid, gid, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW) }
+        _ = try check { clinux_fchownat_empty_path(fd, uid, gid) }
     }
 
     public static func utimens(pathDescriptor fd: CInt, isSymlink: Bool, _ times: UnsafePointer<timespec>) throws(Errno) {
         if isSymlink {
-            do { _ = try check { Glibc.utimensat(fd, "", times, AT_EMPTY_PATH) } } catch {
+            do { _ = try check { clinux_utimensat_empty_path(fd, times) } } catch {
                 throw error == .invalidArgument ? .notPermitted : error
             }
         } else {

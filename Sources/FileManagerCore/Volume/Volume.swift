@@ -38,6 +38,15 @@ public final class Volume: Sendable {
         changeObservers.withLock { $0.append(observer) }
     }
 
+    /// Announces that the entry `name` of the directory `parent` changed outside the kernel's
+    /// view (the daemon ran a CLI command on the store).
+    public func announceEntryChange(parent: UInt64, name: FilePath.Component) {
+        notify { $0.entryChanged(parent: parent, name: name) }
+    }
+
+    /// The inode number of `containers/`.
+    public var containersInode: UInt64 { (try? Syscall.fstat(store.containersFD)).map { UInt64($0.st_ino) } ?? 0 }
+
     func notify(_ body: (any VolumeObserver) -> Void) {
         for o in changeObservers.withLock({ $0 }) { body(o) }
     }

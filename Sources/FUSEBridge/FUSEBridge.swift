@@ -1,0 +1,197 @@
+import CFuse
+import FileManagerCore
+import Glibc
+import Logging
+import SystemPackage
+
+/// Translates kernel requests into `Volume` calls and their results into replies. Nothing
+/// else: no policy, no file-system logic (that is the core's), one method per opcode named
+/// after it (go-fuse: "Method names are based on syscall names").
+///
+/// Node ids are the core's item numbers (the backing store's inode numbers; 1 is the
+/// virtual root), so `st_ino`, `d_ino` and the node id agree (DESIGN.md, decision 4).
+///
+/// File handles (`fi->fh`) carry a retained `OpenFile` / `DirectoryHandle` pointer, taken at
+/// open and released at release: the kernel hands back only what we gave it, and a pointer
+/// costs no table lookup on every read and write.
+///
+/// Sendable note: all state is immutable or lives in the thread-safe `Volume`.
+public final class FUSEBridge: @unchecked Sendable {
+    public let volume: Volume
+    public let timeouts: CacheTimeouts
+
+    public init(volume: Volume, timeouts: CacheTimeouts) {
+        self.volume = volume
+        self.timeouts = timeouts
+    }
+
+    // MARK: - Node and handle recovery
+
+    @inline(__always)
+    func node(_ ino: fuse_ino_t) -> Item? { volume.item(UInt64(ino)) }
+
+    @inline(__always)
+    static func file(_ fi: UnsafeMutablePointer<fuse_file_info>?) -> OpenFile? {
+        guard let fi, fi.pointee.fh != 0, let raw = UnsafeRawPointer(bitPattern: UInt(fi.pointee.fh)) else { return nil }
+        return Unmanaged<OpenFile>.fromOpaque(raw).takeUnretainedValue()
+    }
+
+    @inline(__always)
+    static func directory(_ fi: UnsafeMutablePointer<fuse_file_info>?) -> DirectoryHandle? {
+        guard let fi, fi.pointee.fh != 0, let raw = UnsafeRawPointer(bitPattern: UInt(fi.pointee.fh)) else { return nil }
+        return Unmanaged<DirectoryHandle>.fromOpaque(raw).takeUnretainedValue()
+    }
+
+    static func retain(_ object: AnyObject) -> UInt64 {
+        UInt64(UInt(bitPattern: Unmanaged.passRetained(object).toOpaque()))
+    }
+
+    static func releaseHandle<T: AnyObject>(_ fh: UInt64, as: T.Type) {
+        guard let raw = UnsafeRawPointer(bitPattern: UInt(fh)) else { return }
+        Unmanaged<T>.fromOpaque(raw).release()
+    }
+
+    // MARK: - Lifecycle
+
+    /// INIT: ask for what makes the hot path cheap (see DESIGN.md, decision 9).
+    func initialize(_ conn: UnsafeMutablePointer<fuse_conn_info>) {
+        var want = conn.pointee.want
+        let capable = conn.pointee.capable
+        for cap in [FUSE_CAP_SPLICE_WRITE, FUSE_CAP_SPLICE_MOVE, FUSE_CAP_SPLICE_READ, FUSE_CAP_READDIRPLUS,
+                    FUSE_CAP_READDIRPLUS_AUTO, FUSE_CAP_PARALLEL_DIROPS, FUSE_CAP_ASYNC_DIO, FUSE_CAP_AUTO_INVAL_DATA,
+                    FUSE_CAP_ATOMIC_O_TRUNC] where capable & UInt32(cap) != 0 {
+            want |= UInt32(cap)
+        }
+        // Write-through: the kernel sends every write with its caller (coordination needs
+        // the writer's identity; reference coordination.md §8.11).
+        want &= ~UInt32(FUSE_CAP_WRITEBACK_CACHE)
+        conn.pointee.want = want
+        conn.pointee.max_write = 1 << 20
+        conn.pointee.max_readahead = 1 << 20
+        conn.pointee.time_gran = 1
+    }
+
+    /// DESTROY (unmount): the kernel forgets every node at once.
+    func destroy() {
+        volume.items.removeAll()
+    }
+
+    // MARK: - Names
+
+    /// LOOKUP: one more kernel reference to the entry; misses are cached as negative entries.
+    func lookup(_ reply: consuming Reply, _ parent: fuse_ino_t, _ name: UnsafePointer<CChar>) {
+        guard let dir = node(parent) else { return reply.fail(Errno.noSuchFileOrDirectory) }
+        do {
+            let (item, st) = try volume.lookup(dir, name)
+            reply.entry(item.inode, st, timeouts: timeouts)
+        } catch .noSuchFileOrDirectory where timeouts.negative > 0 {
+            reply.negativeEntry(timeouts: timeouts)
+        } catch {
+            reply.fail(error)
+        }
+    }
+
+    /// FORGET: drops `count` kernel references; the item (and its descriptor) goes at zero.
+    func forget(_ reply: consuming Reply, _ ino: fuse_ino_t, _ count: UInt64) {
+        volume.items.forget(UInt64(ino), count: count)
+        reply.none()
+    }
+
+    func forgetMany(_ reply: consuming Reply, _ count: Int, _ list: UnsafeMutablePointer<fuse_forget_data>?) {
+        if let list {
+            for i in 0..<count { volume.items.forget(UInt64(list[i].ino), count: list[i].nlookup) }
+        }
+        reply.none()
+    }
+
+    func getattr(_ reply: consuming Reply, _ ino: fuse_ino_t) {
+        guard let item = node(ino) else { return reply.fail(Errno.noSuchFileOrDirectory) }
+        do {
+            reply.attributes(try volume.attributes(item), timeout: timeouts.attributes)
+        } catch {
+            reply.fail(error)
+        }
+    }
+
+    func setattr(_ reply: consuming Reply, _ ino: fuse_ino_t, _ attr: stat, _ toSet: CInt, _ fi: UnsafeMutablePointer<fuse_file_info>?) {
+        guard let item = node(ino) else { return reply.fail(Errno.noSuchFileOrDirectory) }
+        var changes = AttributeChanges()
+        if toSet & FUSE_SET_ATTR_MODE != 0 { changes.mode = attr.st_mode }
+        if toSet & FUSE_SET_ATTR_UID != 0 { changes.uid = attr.st_uid }
+        if toSet & FUSE_SET_ATTR_GID != 0 { changes.gid = attr.st_gid }
+        if toSet & FUSE_SET_ATTR_SIZE != 0 { changes.size = attr.st_size }
+        if toSet & FUSE_SET_ATTR_ATIME_NOW != 0 { changes.accessTime = .now }
+        else if toSet & FUSE_SET_ATTR_ATIME != 0 { changes.accessTime = .set(attr.st_atim) }
+        if toSet & FUSE_SET_ATTR_MTIME_NOW != 0 { changes.modificationTime = .now }
+        else if toSet & FUSE_SET_ATTR_MTIME != 0 { changes.modificationTime = .set(attr.st_mtim) }
+        do {
+            let st = try volume.setAttributes(item, changes, handle: FUSEBridge.file(fi))
+            reply.attributes(st, timeout: timeouts.attributes)
+        } catch {
+            reply.fail(error)
+        }
+    }
+
+    func readlink(_ reply: consuming Reply, _ ino: fuse_ino_t) {
+        guard let item = node(ino) else { return reply.fail(Errno.noSuchFileOrDirectory) }
+        do { reply.link(try volume.readlink(item)) } catch { reply.fail(error) }
+    }
+
+    // MARK: - Creating and removing
+
+    func mknod(_ reply: consuming Reply, _ parent: fuse_ino_t, _ name: UnsafePointer<CChar>, _ mode: mode_t, _ rdev: dev_t) {
+        guard let dir = node(parent) else { return reply.fail(Errno.noSuchFileOrDirectory) }
+        do {
+            let (item, st) = try volume.mknod(dir, name, mode: mode, device: rdev, caller: reply.caller)
+            reply.entry(item.inode, st, timeouts: timeouts)
+        } catch {
+            reply.fail(error)
+        }
+    }
+
+    func mkdir(_ reply: consuming Reply, _ parent: fuse_ino_t, _ name: UnsafePointer<CChar>, _ mode: mode_t) {
+        guard let dir = node(parent) else { return reply.fail(Errno.noSuchFileOrDirectory) }
+        do {
+            let (item, st) = try volume.mkdir(dir, name, mode: mode, caller: reply.caller)
+            reply.entry(item.inode, st, timeouts: timeouts)
+        } catch {
+            reply.fail(error)
+        }
+    }
+
+    func symlink(_ reply: consuming Reply, _ target: UnsafePointer<CChar>, _ parent: fuse_ino_t, _ name: UnsafePointer<CChar>) {
+        guard let dir = node(parent) else { return reply.fail(Errno.noSuchFileOrDirectory) }
+        do {
+            let (item, st) = try volume.symlink(target, dir, name, caller: reply.caller)
+            reply.entry(item.inode, st, timeouts: timeouts)
+        } catch {
+            reply.fail(error)
+        }
+    }
+
+    func link(_ reply: consuming Reply, _ ino: fuse_ino_t, _ newParent: fuse_ino_t, _ newName: UnsafePointer<CChar>) {
+        guard let item = node(ino), let dir = node(newParent) else { return reply.fail(Errno.noSuchFileOrDirectory) }
+        do {
+            let (linked, st) = try volume.link(item, dir, newName)
+            reply.entry(linked.inode, st, timeouts: timeouts)
+        } catch {
+            reply.fail(error)
+        }
+    }
+
+    func unlink(_ reply: consuming Reply, _ parent: fuse_ino_t, _ name: UnsafePointer<CChar>) {
+        guard let dir = node(parent) else { return reply.fail(Errno.noSuchFileOrDirectory) }
+        do { try volume.unlink(dir, name); reply.ok() } catch { reply.fail(error) }
+    }
+
+    func rmdir(_ reply: consuming Reply, _ parent: fuse_ino_t, _ name: UnsafePointer<CChar>) {
+        guard let dir = node(parent) else { return reply.fail(Errno.noSuchFileOrDirectory) }
+        do { try volume.rmdir(dir, name); reply.ok() } catch { reply.fail(error) }
+    }
+
+    func rename(_ reply: consuming Reply, _ parent: fuse_ino_t, _ name: UnsafePointer<CChar>,
+                _ newParent: fuse_ino_t, _ newName: UnsafePointer<CChar>, _ flags: UInt32) {
+        guard let from = node(parent), let to = node(newParent) else { return reply.fail(Errno.noSuchFileOrDirectory) }
+        do { try volume.rename(from, name, to, newName, flags: flags); reply.ok() } catch { reply.fail(error) }
+    }
+}

@@ -1,0 +1,85 @@
+import CFuse
+import FileManagerCore
+import Glibc
+import Logging
+import SystemPackage
+
+/// One mounted session: `fuse_session_new` … `fuse_session_destroy`.
+///
+/// Ownership: the session holds the bridge strongly and gives libfuse an *unretained*
+/// pointer to it as userdata; the bridge therefore lives exactly as long as the session,
+/// which brackets every callback (`withExtendedLifetime` around the loop). No globals: two
+/// sessions can exist in one process.
+public final class FUSESession {
+    public struct Options: Sendable {
+        /// Options for libfuse and the kernel (`-o` list), already free of generic mount
+        /// options such as `defaults` or `nofail`.
+        public var mountOptions: [String]
+        public var workerThreads: Int
+        public var idleThreads: Int
+
+        public init(mountOptions: [String], workerThreads: Int = 8, idleThreads: Int = 4) {
+            self.mountOptions = mountOptions
+            self.workerThreads = workerThreads
+            self.idleThreads = idleThreads
+        }
+    }
+
+    public let bridge: FUSEBridge
+    public let mountPoint: String
+    private var session: OpaquePointer?
+    var sessionPointer: OpaquePointer? { session }
+    private var operations = FUSEOperations.make()
+
+    public init(bridge: FUSEBridge, mountPoint: String) {
+        self.bridge = bridge
+        self.mountPoint = mountPoint
+    }
+
+    deinit {
+        if let session { fuse_session_destroy(session) }
+    }
+
+    public struct Failure: Error, CustomStringConvertible {
+        public let description: String
+    }
+
+    /// Creates the session and mounts it; returns once the mount is live.
+    public func mount(options: Options) throws {
+        var arguments = ["containerfs"]
+        for option in options.mountOptions { arguments += ["-o", option] }
+        var cStrings = arguments.map { strdup($0) }
+        defer { cStrings.forEach { free($0) } }
+        var args = cfuse_args_init(CInt(cStrings.count), &cStrings)
+        defer { fuse_opt_free_args(&args) }
+
+        let userdata = Unmanaged.passUnretained(bridge).toOpaque()
+        guard let se = fuse_session_new(&args, &operations, MemoryLayout<fuse_lowlevel_ops>.size, userdata) else {
+            throw Failure(description: "\(mountPoint): cannot start a FUSE session (bad mount options: \(options.mountOptions.joined(separator: ",")))")
+        }
+        session = se
+        guard fuse_set_signal_handlers(se) == 0 else {
+            throw Failure(description: "\(mountPoint): cannot install signal handlers")
+        }
+        guard fuse_session_mount(se, mountPoint) == 0 else {
+            fuse_remove_signal_handlers(se)
+            throw Failure(description: "\(mountPoint): cannot mount (is it an existing directory, and is /dev/fuse usable?)")
+        }
+    }
+
+    /// Serves requests on libfuse's multi-threaded loop until unmount or a signal
+    /// (SIGINT, SIGTERM, SIGHUP end the loop; the mount is then removed cleanly).
+    @discardableResult
+    public func run(options: Options) -> CInt {
+        guard let session else { return -1 }
+        let rc = withExtendedLifetime(bridge) {
+            cfuse_session_loop_mt(session, UInt32(options.idleThreads), UInt32(options.workerThreads))
+        }
+        fuse_session_unmount(session)
+        fuse_remove_signal_handlers(session)
+        return rc
+    }
+
+    /// The `/dev/fuse` descriptor, for the invalidation thread.
+    public var fileDescriptor: CInt { session.map { fuse_session_fd($0) } ?? -1 }
+}

@@ -1,0 +1,75 @@
+import CFuse
+import FileManagerCore
+import Foundation
+import Synchronization
+import SystemPackage
+
+/// Tells the kernel to drop cached entries and attributes when the store changed without
+/// the kernel seeing it (a CLI command the daemon ran, later an edit found by inotify).
+///
+/// The `fuse_lowlevel_notify_*` calls run on this type's own thread, never inside a request
+/// handler or under a core lock: libfuse documents that the kernel may answer such a call
+/// by sending a request to this very daemon, which would deadlock a handler waiting for it.
+///
+/// Sendable note: `session` is fixed for the notifier's life; the queue is behind `jobs`.
+public final class KernelNotifier: VolumeObserver, @unchecked Sendable {
+    enum Job {
+        case entry(parent: UInt64, name: FilePath.Component)
+        case inode(UInt64)
+    }
+
+    private let session: OpaquePointer
+    private let jobs = Mutex<[Job]>([])
+    private let wakeup = DispatchSemaphore(value: 0)
+    private let running = Atomic<Bool>(true)
+
+    init(session: OpaquePointer) {
+        self.session = session
+        let thread = Thread { [self] in loop() }
+        thread.name = "containerfs-invalidate"
+        thread.start()
+    }
+
+    public func stop() {
+        running.store(false, ordering: .releasing)
+        wakeup.signal()
+    }
+
+    public func entryChanged(parent: UInt64, name: FilePath.Component) {
+        jobs.withLock { $0.append(.entry(parent: parent, name: name)) }
+        wakeup.signal()
+    }
+
+    public func itemChanged(_ inode: UInt64) {
+        jobs.withLock { $0.append(.inode(inode)) }
+        wakeup.signal()
+    }
+
+    private func loop() {
+        while running.load(ordering: .acquiring) {
+            wakeup.wait()
+            let batch = jobs.withLock { queue -> [Job] in
+                let taken = queue
+                queue.removeAll()
+                return taken
+            }
+            for job in batch {
+                switch job {
+                case .entry(let parent, let name):
+                    name.withPlatformString { p in
+                        _ = fuse_lowlevel_notify_inval_entry(session, fuse_ino_t(parent), p, strlen(p))
+                    }
+                case .inode(let inode):
+                    _ = fuse_lowlevel_notify_inval_inode(session, fuse_ino_t(inode), 0, 0)
+                }
+            }
+        }
+    }
+}
+
+extension FUSESession {
+    /// A notifier bound to this session (valid once mounted).
+    public func makeNotifier() -> KernelNotifier? {
+        sessionPointer.map { KernelNotifier(session: $0) }
+    }
+}

@@ -1,0 +1,166 @@
+import CFuse
+import FileManagerCore
+import Glibc
+import SystemPackage
+
+/// The answer to one kernel request, owed exactly once.
+///
+/// Non-copyable: every answering method is `consuming`, so the compiler rejects a second
+/// answer, and a `Reply` that goes out of scope unanswered answers EIO from `deinit` (and
+/// logs), so a forgotten path never leaves a caller hanging (fuser's `Drop for ReplyRaw`).
+///
+/// A `Reply` may be moved to another thread and answered later (a request parked behind a
+/// coordinated claim): libfuse allows a reply from any thread once the handler returned.
+///
+/// Sendable note: `fuse_req_t` is an opaque pointer libfuse lets any thread answer.
+public struct Reply: ~Copyable, @unchecked Sendable {
+    let request: fuse_req_t
+
+    init(_ request: fuse_req_t) { self.request = request }
+
+    deinit {
+        bridgeLogger.error("request left unanswered; replying EIO")
+        fuse_reply_err(request, EIO)
+    }
+
+    /// The kernel's caller: uid, gid, pid and umask of the process that made the syscall.
+    public var caller: Caller {
+        let ctx = fuse_req_ctx(request)!.pointee
+        return Caller(uid: ctx.uid, gid: ctx.gid, pid: ctx.pid, umask: ctx.umask)
+    }
+
+    // MARK: - Errors (the one funnel from Swift errors to the kernel)
+
+    consuming func fail(_ errno: Errno) {
+        fuse_reply_err(request, errno.rawValue)
+        discard self
+    }
+
+    /// Any error: a core error maps through its table, a bare `Errno` is itself, anything else
+    /// is logged and answered EIO, never ENOSYS (which the kernel would remember for good).
+    consuming func fail(_ error: any Error) {
+        if !(error is FileManagerError || error is Errno) {
+            bridgeLogger.error("unexpected error \(error); replying EIO")
+        }
+        fail(FileManagerError.errno(of: error))
+    }
+
+    /// Success without data (unlink, rmdir, rename, release, fsync, setxattr, ...).
+    consuming func ok() {
+        fuse_reply_err(request, 0)
+        discard self
+    }
+
+    /// forget / forget_multi: no answer travels back, but libfuse must be told.
+    consuming func none() {
+        fuse_reply_none(request)
+        discard self
+    }
+
+    // MARK: - Entries and attributes
+
+    /// An entry (lookup, mknod, mkdir, symlink, link). The kernel's lookup count of the item
+    /// grows by one: the core counted it when it handed the item out.
+    consuming func entry(_ inode: UInt64, _ attributes: stat, timeouts: CacheTimeouts) {
+        var e = fuse_entry_param()
+        e.ino = fuse_ino_t(inode)
+        e.generation = 0
+        e.attr = attributes
+        e.attr_timeout = timeouts.attributes
+        e.entry_timeout = timeouts.entries
+        fuse_reply_entry(request, &e)
+        discard self
+    }
+
+    /// A cached "no such entry" (node id 0): the kernel remembers the miss for the entry
+    /// timeout, sparing the next lookup of the same name.
+    consuming func negativeEntry(timeouts: CacheTimeouts) {
+        var e = fuse_entry_param()
+        e.ino = 0
+        e.entry_timeout = timeouts.negative
+        fuse_reply_entry(request, &e)
+        discard self
+    }
+
+    consuming func attributes(_ attributes: stat, timeout: Double) {
+        var st = attributes
+        fuse_reply_attr(request, &st, timeout)
+        discard self
+    }
+
+    // MARK: - Handles
+
+    consuming func open(_ info: UnsafeMutablePointer<fuse_file_info>) {
+        fuse_reply_open(request, info)
+        discard self
+    }
+
+    consuming func create(_ inode: UInt64, _ attributes: stat, timeouts: CacheTimeouts, _ info: UnsafeMutablePointer<fuse_file_info>) {
+        var e = fuse_entry_param()
+        e.ino = fuse_ino_t(inode)
+        e.attr = attributes
+        e.attr_timeout = timeouts.attributes
+        e.entry_timeout = timeouts.entries
+        fuse_reply_create(request, &e, info)
+        discard self
+    }
+
+    // MARK: - Data
+
+    /// READ from a descriptor: spliced by libfuse when it can, never copied through Swift.
+    consuming func data(from fd: CInt, size: Int, offset: off_t) {
+        let rc = cfuse_reply_fd_data(request, fd, size, offset)
+        if rc != 0 { bridgeLogger.debug("reply data: \(rc)") }
+        discard self
+    }
+
+    consuming func buffer(_ bytes: UnsafeRawBufferPointer) {
+        fuse_reply_buf(request, bytes.baseAddress?.assumingMemoryBound(to: CChar.self), bytes.count)
+        discard self
+    }
+
+    consuming func written(_ count: Int) {
+        fuse_reply_write(request, count)
+        discard self
+    }
+
+    consuming func xattrSize(_ size: Int) {
+        fuse_reply_xattr(request, size)
+        discard self
+    }
+
+    consuming func link(_ target: [UInt8]) {
+        var bytes = target
+        bytes.append(0)
+        bytes.withUnsafeBufferPointer { b in
+            _ = fuse_reply_readlink(request, UnsafeRawPointer(b.baseAddress!).assumingMemoryBound(to: CChar.self))
+        }
+        discard self
+    }
+
+    consuming func fileSystem(_ figures: statvfs) {
+        var sv = figures
+        fuse_reply_statfs(request, &sv)
+        discard self
+    }
+
+    consuming func offset(_ offset: off_t) {
+        fuse_reply_lseek(request, offset)
+        discard self
+    }
+}
+
+/// How long the kernel may trust what it was told. Long timeouts are safe only because the
+/// daemon invalidates the kernel's caches when the store changes behind the mount.
+public struct CacheTimeouts: Sendable {
+    public var attributes: Double
+    public var entries: Double
+    /// For negative entries (names that do not exist); 0 disables them.
+    public var negative: Double
+
+    public init(attributes: Double = 1, entries: Double = 1, negative: Double = 1) {
+        self.attributes = attributes
+        self.entries = entries
+        self.negative = negative
+    }
+}

@@ -1,0 +1,188 @@
+import CLinux
+import Foundation
+import Glibc
+import Logging
+import Synchronization
+import SystemPackage
+
+/// Serves the control socket: one thread accepts, one thread per connection reads lines
+/// and answers them through `handler`. Peer credentials (SO_PEERCRED) become the `Caller`
+/// of every request on that connection.
+///
+/// Sendable note: `listener` and `path` are fixed at init; `stopped` is atomic.
+public final class ControlServer: @unchecked Sendable {
+    public typealias Handler = @Sendable (ControlRequest, Caller) -> ControlResponse
+
+    private let listener: CInt
+    public let path: String
+    private let handler: Handler
+    private let logger: Logger
+    private let stopped = Atomic<Bool>(false)
+
+    /// Binds `path` (replacing a stale socket left by a crashed daemon; the store lock
+    /// proves no live daemon owns it).
+    public init(path: String, logger: Logger, handler: @escaping Handler) throws {
+        self.path = path
+        self.handler = handler
+        self.logger = logger
+        unlink(path)
+        let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        guard fd >= 0 else { throw FileManagerError.system(Errno(rawValue: errno), path) }
+        var address = sockaddr_un()
+        address.sun_family = sa_family_t(AF_UNIX)
+        let bytes = Array(path.utf8)
+        guard bytes.count < MemoryLayout.size(ofValue: address.sun_path) else {
+            close(fd)
+            throw FileManagerError.nameTooLong(path)
+        }
+        withUnsafeMutableBytes(of: &address.sun_path) { raw in
+            raw.copyBytes(from: bytes)
+            raw[bytes.count] = 0
+        }
+        let rc = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+        }
+        guard rc == 0, listen(fd, 64) == 0 else {
+            let e = errno
+            close(fd)
+            throw FileManagerError.system(Errno(rawValue: e), path)
+        }
+        // Anyone may connect; what they may do is decided per request from their uid.
+        chmod(path, 0o666)
+        listener = fd
+    }
+
+    public func start() {
+        let thread = Thread { [self] in acceptLoop() }
+        thread.name = "containerfs-control"
+        thread.start()
+    }
+
+    public func stop() {
+        stopped.store(true, ordering: .releasing)
+        shutdown(listener, Int32(SHUT_RDWR))
+        close(listener)
+        unlink(path)
+    }
+
+    private func acceptLoop() {
+        while !stopped.load(ordering: .acquiring) {
+            let client = clinux_accept_cloexec(listener)
+            if client < 0 {
+                if errno == EINTR { continue }
+                return
+            }
+            var uid: uid_t = 0, gid: gid_t = 0, pid: pid_t = 0
+            guard clinux_peer_credentials(client, &uid, &gid, &pid) == 0 else {
+                close(client)
+                continue
+            }
+            let caller = Caller(uid: uid, gid: gid, pid: pid)
+            let thread = Thread { [self] in serve(client, caller) }
+            thread.start()
+        }
+    }
+
+    private func serve(_ fd: CInt, _ caller: Caller) {
+        defer { close(fd) }
+        var pending = [UInt8]()
+        var chunk = [UInt8](repeating: 0, count: 4096)
+        let decoder = JSONDecoder()
+        while true {
+            let n = chunk.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+            if n < 0 && errno == EINTR { continue }
+            if n <= 0 { return }
+            pending += chunk[0..<n]
+            while let newline = pending.firstIndex(of: 10) {
+                let line = Array(pending[..<newline])
+                pending.removeSubrange(...newline)
+                let response: ControlResponse
+                if let request = try? decoder.decode(ControlRequest.self, from: Data(line)) {
+                    if request.v != ControlRequest.version {
+                        response = ControlResponse(id: request.id, ok: false, errno: EPROTO, error: "unsupported protocol version \(request.v)")
+                    } else {
+                        response = handler(request, caller)
+                    }
+                } else {
+                    response = ControlResponse(id: 0, ok: false, errno: EINVAL, error: "malformed request")
+                }
+                guard send(fd, response) else { return }
+            }
+            if pending.count > controlMaximumLineLength {
+                _ = send(fd, ControlResponse(id: 0, ok: false, errno: EMSGSIZE, error: "request too long"))
+                return
+            }
+        }
+    }
+
+    private func send(_ fd: CInt, _ response: ControlResponse) -> Bool {
+        guard var data = try? JSONEncoder().encode(response) else { return false }
+        data.append(10)
+        return data.withUnsafeBytes { raw in
+            var off = 0
+            while off < raw.count {
+                let n = write(fd, raw.baseAddress! + off, raw.count - off)
+                if n < 0 && errno == EINTR { continue }
+                if n <= 0 { return false }
+                off += n
+            }
+            return true
+        }
+    }
+}
+
+/// A client of the control socket (the CLI talking to a live daemon).
+public final class ControlClient {
+    private let fd: CInt
+    private var nextID = 1
+    private var pending = [UInt8]()
+
+    /// Connects to `path`; nil when no daemon listens there.
+    public init?(path: String) {
+        let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        guard fd >= 0 else { return nil }
+        var address = sockaddr_un()
+        address.sun_family = sa_family_t(AF_UNIX)
+        let bytes = Array(path.utf8)
+        guard bytes.count < MemoryLayout.size(ofValue: address.sun_path) else { close(fd); return nil }
+        withUnsafeMutableBytes(of: &address.sun_path) { raw in
+            raw.copyBytes(from: bytes)
+            raw[bytes.count] = 0
+        }
+        let rc = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+        }
+        guard rc == 0 else { close(fd); return nil }
+        self.fd = fd
+    }
+
+    deinit { close(fd) }
+
+    public func call(_ op: String, _ args: [String: String] = [:]) throws -> ControlResponse {
+        let request = ControlRequest(id: nextID, op: op, args: args)
+        nextID += 1
+        var data = try JSONEncoder().encode(request)
+        data.append(10)
+        try data.withUnsafeBytes { raw in
+            var off = 0
+            while off < raw.count {
+                let n = write(fd, raw.baseAddress! + off, raw.count - off)
+                if n < 0 && errno == EINTR { continue }
+                guard n > 0 else { throw FileManagerError.system(.brokenPipe, "control socket") }
+                off += n
+            }
+        }
+        var chunk = [UInt8](repeating: 0, count: 4096)
+        while true {
+            if let newline = pending.firstIndex(of: 10) {
+                let line = Array(pending[..<newline])
+                pending.removeSubrange(...newline)
+                return try JSONDecoder().decode(ControlResponse.self, from: Data(line))
+            }
+            let n = chunk.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+            if n < 0 && errno == EINTR { continue }
+            guard n > 0 else { throw FileManagerError.system(.brokenPipe, "control socket: daemon closed the connection") }
+            pending += chunk[0..<n]
+        }
+    }
+}

@@ -1,0 +1,154 @@
+import ArgumentParser
+import FileManagerCore
+import Foundation
+import SystemPackage
+
+/// `containerfs container create|list|remove|path`.
+struct ContainerCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "container",
+        abstract: "Create, list, remove and locate app containers.",
+        subcommands: [Create.self, List.self, Remove.self, Path.self]
+    )
+
+    struct Create: ParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Create a container with the standard layout.")
+        @OptionGroup var store: StoreOption
+        @Argument(help: "Bundle identifier (reverse-DNS), e.g. com.example.notes.") var id: String
+        @Option(help: "A directory whose contents become the read-only bundle.") var bundle: String?
+
+        func run() throws {
+            try failing {
+                let id = try DaemonRequests.identifier(id)
+                let bundlePath = bundle.map { Paths.absolute($0) }
+                if let bundlePath, !Paths.isDirectory(bundlePath) { throw CommandFailure("\(bundlePath): bundle is not a directory") }
+                switch try store.access() {
+                case .daemon(let client):
+                    var args = ["id": id.rawValue]
+                    if let bundlePath { args["bundle"] = bundlePath.string }
+                    let r = try client.call("container.create", args).checked()
+                    FileHandleOutput.standardOutput("\(r.result?["path"] ?? id.rawValue)\n")
+                case .direct(let opened, let lock):
+                    try ContainerRegistry(store: opened).create(id, caller: .current, bundleSource: bundlePath)
+                    withExtendedLifetime(lock) {}
+                    FileHandleOutput.standardOutput("\(opened.path.appending("containers/\(id)"))\n")
+                }
+            }
+        }
+    }
+
+    struct List: ParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "List containers.")
+        @OptionGroup var store: StoreOption
+        @Flag(help: "One JSON array.") var json = false
+
+        func run() throws {
+            try failing {
+                let items: [[String: String]]
+                switch try store.access(exclusive: false) {
+                case .daemon(let client): items = try client.call("container.list").checked().items ?? []
+                case .direct(let opened, _): items = ContainerRegistry(store: opened).list().map(ContainerListing.dictionary)
+                }
+                if json {
+                    let rows = items.map { row -> [String: Any] in
+                        var d: [String: Any] = row
+                        d["ownerUID"] = Int(row["ownerUID"] ?? "0") ?? 0
+                        return d
+                    }
+                    let data = try JSONSerialization.data(withJSONObject: rows, options: [.sortedKeys])
+                    FileHandleOutput.standardOutput(String(decoding: data, as: UTF8.self) + "\n")
+                } else {
+                    for row in items {
+                        FileHandleOutput.standardOutput("\(row["id"] ?? "")\t\(row["displayName"] ?? "")\tuid \(row["ownerUID"] ?? "")\t\(row["created"] ?? "")\n")
+                    }
+                }
+            }
+        }
+    }
+
+    struct Remove: ParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Remove a container and everything in it.")
+        @OptionGroup var store: StoreOption
+        @Argument(help: "Bundle identifier.") var id: String
+        @Flag(help: "Delete at once (the only mode until the trash exists).") var permanently = false
+
+        func run() throws {
+            try failing {
+                let id = try DaemonRequests.identifier(id)
+                switch try store.access() {
+                case .daemon(let client): _ = try client.call("container.remove", ["id": id.rawValue]).checked()
+                case .direct(let opened, let lock):
+                    try ContainerRegistry(store: opened).remove(id)
+                    withExtendedLifetime(lock) {}
+                }
+            }
+        }
+    }
+
+    struct Path: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Print a container directory under the live mount (like URLsForDirectory).")
+        @OptionGroup var store: StoreOption
+        @Argument(help: "Bundle identifier.") var id: String
+        @Option(help: "home, bundle, documents, inbox, library, application-support, caches, preferences, tmp.")
+        var directory: String = "home"
+
+        static let relative: [String: String?] = [
+            "home": nil, "documents": "Documents", "inbox": "Documents/Inbox", "library": "Library",
+            "application-support": "Library/Application Support", "caches": "Library/Caches",
+            "preferences": "Library/Preferences", "tmp": "tmp",
+        ]
+
+        func run() throws {
+            try failing {
+                let id = try DaemonRequests.identifier(id)
+                guard case .daemon(let client) = try store.access(exclusive: false) else {
+                    throw CommandFailure("\(store.path): no live mount of this store (paths are answered under the mount)")
+                }
+                let status = try client.call("status").checked()
+                _ = try client.call("container.list").checked().items?.first { $0["id"] == id.rawValue }
+                    ?? { throw FileManagerError.noSuchItem("containers/\(id)") }()
+                var path = FilePath(status.result?["mountPoint"] ?? "/").appending("containers/\(id)")
+                if directory == "bundle" {
+                    path.append(id.bundleDirectoryName)
+                } else if let rel = Self.relative[directory] {
+                    if let rel { path.append(rel) }
+                } else {
+                    throw ValidationError("unknown directory '\(directory)'")
+                }
+                FileHandleOutput.standardOutput("\(path)\n")
+            }
+        }
+    }
+}
+
+/// `--store PATH` and how to reach it: through a live daemon's control socket, or directly
+/// under the store lock when no daemon serves it (SPEC §2).
+struct StoreOption: ParsableArguments {
+    @Option(name: .customLong("store"), help: "The store (default ~/.local/share/containerfs).")
+    var storePath: String?
+
+    var path: FilePath { storePath.map(Paths.absolute) ?? Store.defaultPath }
+
+    enum Access {
+        case daemon(ControlClient)
+        case direct(Store, StoreLock?)
+    }
+
+    func access(exclusive: Bool = true) throws -> Access {
+        if let client = ControlClient(path: Paths.controlSocket(path)) { return .daemon(client) }
+        let opened = try Store(at: path)
+        if let holder = opened.lockHolder() {
+            throw CommandFailure("\(path): store is in use (\(holder)) but its daemon does not answer")
+        }
+        return .direct(opened, exclusive ? try opened.acquireLock(mountPoint: nil) : nil)
+    }
+}
+
+extension ControlResponse {
+    /// The response, or a failure carrying the daemon's message.
+    func checked() throws -> ControlResponse {
+        guard ok else { throw CommandFailure(error ?? "the daemon refused (errno \(errno ?? 0))") }
+        return self
+    }
+}

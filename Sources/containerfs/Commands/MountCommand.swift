@@ -1,0 +1,114 @@
+import ArgumentParser
+import CLinux
+import FUSEBridge
+import FileManagerCore
+import Glibc
+import Logging
+import SystemPackage
+
+/// `containerfs mount [STORE] MOUNTPOINT [-o OPTS] [-f]`.
+///
+/// Without `-f` the command re-executes itself in the foreground mode as a new session
+/// (never `fork()` in a process that may already run Swift threads) and returns only when
+/// the child reports the mount live, or its failure, through an inherited pipe.
+struct MountCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "mount",
+        abstract: "Mount a store (default ~/.local/share/containerfs) at MOUNTPOINT.",
+        discussion: """
+            Options (-o, comma-separated, repeatable): allow_other, default_permissions (on by default), \
+            ro, auto_unmount, fsname=NAME, subtype=NAME, attr_timeout=S, entry_timeout=S, negative_timeout=S, \
+            threads=N. Generic fstab options (defaults, nofail, noauto, user, _netdev, x-*) are accepted and ignored.
+            """
+    )
+
+    @Argument(help: "[STORE] MOUNTPOINT")
+    var paths: [String]
+
+    @Option(name: .customShort("o"), help: "Mount options, comma-separated.")
+    var options: [String] = []
+
+    @Flag(name: .customShort("f"), help: "Stay in the foreground.")
+    var foreground = false
+
+    @Option(name: .customLong("ready-fd"), help: .hidden)
+    var readyFD: Int32?
+
+    func validate() throws {
+        guard (1...2).contains(paths.count) else { throw ValidationError("expected [STORE] MOUNTPOINT") }
+    }
+
+    var storePath: FilePath { paths.count == 2 ? Paths.absolute(paths[0]) : Store.defaultPath }
+    var mountPoint: FilePath { Paths.absolute(paths.last!) }
+
+    func run() throws {
+        try failing {
+            guard Paths.isDirectory(mountPoint) else { throw CommandFailure("\(mountPoint): mount point is not an existing directory") }
+            let options = try MountOptions(options, store: storePath.string)
+            if foreground || readyFD != nil {
+                try serve(options)
+            } else {
+                try Daemon.start(store: storePath, arguments: ["mount", storePath.string, mountPoint.string, "-f"] + options_arguments())
+            }
+        }
+    }
+
+    private func options_arguments() -> [String] { options.flatMap { ["-o", $0] } }
+
+    /// The daemon proper: open and lock the store, mount, report readiness, serve.
+    private func serve(_ options: MountOptions) throws {
+        let ready = ReadinessPipe(fd: readyFD)
+        do {
+            umask(0)  // modes come from the caller's request, already masked by the kernel
+            Credentials.prepareProcess()
+            _ = clinux_raise_nofile_limit()
+            LoggingSystem.bootstrap { label in
+                var handler = StreamLogHandler.standardError(label: label)
+                handler.logLevel = getenv("CONTAINERFS_DEBUG") != nil ? .debug : .info
+                return handler
+            }
+            let store = try Store(at: storePath)
+            let lock = try store.acquireLock(mountPoint: mountPoint.string)
+            store.clearStaging()
+            let volume = Volume(store: store)
+            volume.registry.reconcile()
+            volume.registry.purgeTemporaryItems(olderThan: 3 * 24 * 3600)
+
+            let bridge = FUSEBridge(volume: volume, timeouts: options.timeouts)
+            let session = FUSESession(bridge: bridge, mountPoint: mountPoint.string)
+            let sessionOptions = FUSESession.Options(mountOptions: options.fuse, workerThreads: options.workerThreads,
+                                                     idleThreads: options.idleThreads)
+            try session.mount(options: sessionOptions)
+            let notifier = session.makeNotifier()
+            if let notifier { volume.addObserver(notifier) }
+            let control = try ControlServer(path: Paths.controlSocket(store.path), logger: Logger(label: "containerfs.control"),
+                                            handler: DaemonRequests(volume: volume, mountPoint: mountPoint).handle)
+            control.start()
+            ready.succeed()
+            session.run(options: sessionOptions)
+            control.stop()
+            notifier?.stop()
+            withExtendedLifetime(lock) {}
+        } catch {
+            ready.fail("\(error)")
+            throw error
+        }
+    }
+}
+
+/// The daemon's end of the readiness pipe: one line, "ready" or the failure message.
+struct ReadinessPipe {
+    let fd: Int32?
+
+    func succeed() {
+        guard let fd else { return }
+        FileHandleOutput.write(fd, "ready\n")
+        close(fd)
+    }
+
+    func fail(_ message: String) {
+        guard let fd else { return }
+        FileHandleOutput.write(fd, "\(message)\n")
+        close(fd)
+    }
+}

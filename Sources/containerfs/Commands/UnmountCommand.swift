@@ -1,0 +1,28 @@
+import ArgumentParser
+import FileManagerCore
+import Glibc
+import SystemPackage
+
+/// `containerfs unmount MOUNTPOINT`: a clean unmount; returns once the daemon has let go
+/// of the store, so that the store can be mounted again at once.
+struct UnmountCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "unmount", abstract: "Unmount a ContainerFS mount.")
+
+    @Argument(help: "The mount point.")
+    var mountPoint: String
+
+    func run() throws {
+        try failing {
+            let path = Paths.absolute(mountPoint)
+            guard let mount = MountTable.entry(at: path.string) else {
+                throw CommandFailure("\(path): not a containerfs mount")
+            }
+            let status = try Subprocess.run(["fusermount3", "-u", path.string])
+            guard status == 0 else { throw CommandFailure("\(path): unmount failed (busy?)") }
+            // The daemon exits once its loop sees the unmount; wait for the store lock.
+            if let store = try? Store(at: FilePath(mount.source), create: false) {
+                for _ in 0..<200 where store.lockHolder() != nil { usleep(50_000) }
+            }
+        }
+    }
+}

@@ -1,0 +1,20 @@
+import ArgumentParser
+
+/// `containerfs`: mounts a store and manages what lives in it (SPEC §2).
+///
+/// With no subcommand, the arguments are those of `mount`, which is how mount(8) and
+/// fstab call a FUSE file system (`mount.fuse3` runs `containerfs STORE MNT -o OPTS`).
+@main
+struct ContainerFSCommand: ParsableCommand {
+    static let version = "0.1.0"
+
+    static let configuration = CommandConfiguration(
+        commandName: "containerfs",
+        abstract: "App containers, a trash and published snapshots as one mounted file system.",
+        version: version,
+        subcommands: [
+            MountCommand.self, UnmountCommand.self, ContainerCommand.self,
+        ],
+        defaultSubcommand: MountCommand.self
+    )
+}

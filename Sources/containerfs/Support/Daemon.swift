@@ -1,0 +1,50 @@
+import CLinux
+import FileManagerCore
+import Glibc
+import SystemPackage
+
+/// Starting the mount daemon in the background by re-executing this binary (`-f
+/// --ready-fd 3`), in a new session, its stderr appended to `STORE/daemon.log`.
+enum Daemon {
+    static func start(store: FilePath, arguments: [String]) throws {
+        // A quick, clear refusal before spawning anything.
+        let opened = try Store(at: store)
+        if let holder = opened.lockHolder() {
+            throw CommandFailure("\(store): store is already in use (\(holder))")
+        }
+        let logFD = open(store.appending("daemon.log").string, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0o640)
+        guard logFD >= 0 else { throw CommandFailure("\(store)/daemon.log: \(Errno(rawValue: errno))") }
+        defer { close(logFD) }
+
+        var pipeFDs: [Int32] = [0, 0]
+        guard pipe(&pipeFDs) == 0 else { throw CommandFailure("pipe: \(Errno(rawValue: errno))") }
+        let (readEnd, writeEnd) = (pipeFDs[0], pipeFDs[1])
+        // Neither end may leak into the daemon except as its descriptor 3 (dup2 clears this).
+        _ = fcntl(readEnd, F_SETFD, FD_CLOEXEC)
+        _ = fcntl(writeEnd, F_SETFD, FD_CLOEXEC)
+
+        let executable = "/proc/self/exe"
+        let argv = ([executable] + arguments + ["--ready-fd", "3"]).map { strdup($0) } + [nil]
+        defer { argv.forEach { free($0) } }
+        let pid = argv.withUnsafeBufferPointer { av in
+            clinux_spawn_daemon(executable, av.baseAddress!, environ, logFD, writeEnd)
+        }
+        close(writeEnd)
+        defer { close(readEnd) }
+        guard pid > 0 else { throw CommandFailure("cannot start the daemon: \(Errno(rawValue: -pid))") }
+
+        var answer = [UInt8]()
+        var chunk = [UInt8](repeating: 0, count: 1024)
+        while true {
+            let n = chunk.withUnsafeMutableBytes { read(readEnd, $0.baseAddress, $0.count) }
+            if n < 0 && errno == EINTR { continue }
+            if n <= 0 { break }
+            answer += chunk[0..<n]
+        }
+        let text = String(decoding: answer, as: UTF8.self).trimmingCharacters(in: .newlines)
+        if text == "ready" { return }
+        var status: Int32 = 0
+        _ = waitpid(pid, &status, 0)
+        throw CommandFailure(text.isEmpty ? "the daemon exited before the mount was live (see \(store)/daemon.log)" : text)
+    }
+}

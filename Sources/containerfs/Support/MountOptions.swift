@@ -1,0 +1,59 @@
+import FUSEBridge
+import Glibc
+
+/// `-o` options, split into what libfuse and the kernel get, what the daemon itself uses,
+/// and generic mount(8)/fstab options that mean nothing to a FUSE daemon (tolerated and
+/// dropped: `defaults`, `nofail`, `auto`, `noauto`, `user`, `users`, `_netdev`, `x-*`,
+/// `comment=*`).
+struct MountOptions {
+    var fuse: [String] = []
+    var timeouts = CacheTimeouts()
+    var workerThreads = 8
+    var idleThreads = 4
+    var allowOther: Bool?
+    var defaultPermissions = true
+
+    static let generic: Set<String> = ["defaults", "nofail", "auto", "noauto", "user", "users", "nouser", "_netdev", "owner", "group", "rw"]
+
+    init(_ lists: [String], store: String) throws {
+        var fsname: String?
+        var subtype: String?
+        for list in lists {
+            for option in list.split(separator: ",").map(String.init) where !option.isEmpty {
+                let (key, value) = Self.split(option)
+                switch key {
+                case _ where Self.generic.contains(key) || key.hasPrefix("x-") || key == "comment":
+                    continue
+                case "allow_other": allowOther = true
+                case "noallow_other": allowOther = false
+                case "default_permissions": defaultPermissions = true
+                case "nodefault_permissions": defaultPermissions = false
+                case "fsname": fsname = value
+                case "subtype": subtype = value
+                case "attr_timeout": timeouts.attributes = try Self.number(option, value)
+                case "entry_timeout": timeouts.entries = try Self.number(option, value)
+                case "negative_timeout": timeouts.negative = try Self.number(option, value)
+                case "threads": workerThreads = Int(try Self.number(option, value))
+                case "idle_threads": idleThreads = Int(try Self.number(option, value))
+                default: fuse.append(option)
+                }
+            }
+        }
+        if defaultPermissions { fuse.append("default_permissions") }
+        // Root's mount serves every user (the kernel checks permissions); a user's mount
+        // needs user_allow_other in /etc/fuse.conf for that, so it is opt-in there.
+        if allowOther ?? (geteuid() == 0) { fuse.append("allow_other") }
+        fuse.append("fsname=\(fsname ?? store)")
+        fuse.append("subtype=\(subtype ?? "containerfs")")
+    }
+
+    private static func split(_ option: String) -> (String, String?) {
+        guard let eq = option.firstIndex(of: "=") else { return (option, nil) }
+        return (String(option[..<eq]), String(option[option.index(after: eq)...]))
+    }
+
+    private static func number(_ option: String, _ value: String?) throws -> Double {
+        guard let value, let n = Double(value), n >= 0 else { throw CommandFailure("-o \(option): expects a non-negative number") }
+        return n
+    }
+}
