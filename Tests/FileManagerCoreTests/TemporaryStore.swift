@@ -27,7 +27,7 @@ func withName<R>(_ name: String, _ body: (UnsafePointer<CChar>) throws -> R) ret
     try name.withCString(body)
 }
 
-/// The errno a `throws(Errno)` call failed with, or nil.
-func errnoOf(_ body: () throws(Errno) -> Void) -> Errno? {
-    do { try body(); return nil } catch { return error }
+/// The errno a call failed with (a bare `Errno`, or a core error's mapping), or nil.
+func errnoOf(_ body: () throws -> Void) -> Errno? {
+    do { try body(); return nil } catch { return FileManagerError.errno(of: error) }
 }
