@@ -14,6 +14,7 @@
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/xattr.h>
+#include <sys/inotify.h>
 
 const int clinux_O_PATH = O_PATH;
 const int clinux_O_DIRECT = O_DIRECT;
@@ -50,6 +51,10 @@ int clinux_setxattr(const char *path, const char *name, const void *value, size_
 int clinux_removexattr(const char *path, const char *name) { return removexattr(path, name); }
 int clinux_utimensat_empty_path(int fd, const void *times) { return utimensat(fd, "", (const struct timespec *)times, AT_EMPTY_PATH); }
 int clinux_fchownat_empty_path(int fd, uid_t uid, gid_t gid) { return fchownat(fd, "", uid, gid, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW); }
+
+int clinux_inotify_init(void) { return inotify_init1(IN_CLOEXEC); }
+int clinux_inotify_add_watch(int fd, const char *path, uint32_t mask) { return inotify_add_watch(fd, path, mask); }
+int clinux_inotify_rm_watch(int fd, int wd) { return inotify_rm_watch(fd, wd); }
 
 int clinux_accept_cloexec(int fd) { return accept4(fd, NULL, NULL, SOCK_CLOEXEC); }
 

@@ -13,7 +13,7 @@ extension FUSEBridge {
         do {
             let file = try volume.open(item, flags: fi.pointee.flags)
             fi.pointee.fh = FUSEBridge.retain(file)
-            if file.direct { cfuse_fi_set_direct_io(fi, 1) }
+            if file.direct { cfuse_fi_set_direct_io(fi, 1) } else if isCoherent { cfuse_fi_set_keep_cache(fi, 1) }
             reply.open(fi)
         } catch {
             reply.fail(error)
@@ -26,7 +26,7 @@ extension FUSEBridge {
         do {
             let (item, st, file) = try volume.create(dir, name, mode: mode, flags: fi.pointee.flags, caller: reply.caller)
             fi.pointee.fh = FUSEBridge.retain(file)
-            if file.direct { cfuse_fi_set_direct_io(fi, 1) }
+            if file.direct { cfuse_fi_set_direct_io(fi, 1) } else if isCoherent { cfuse_fi_set_keep_cache(fi, 1) }
             reply.create(item.inode, st, timeouts: timeouts, fi)
         } catch {
             reply.fail(error)

@@ -18,12 +18,27 @@ import SystemPackage
 /// Sendable note: all state is immutable or lives in the thread-safe `Volume`.
 public final class FUSEBridge: @unchecked Sendable {
     public let volume: Volume
-    public let timeouts: CacheTimeouts
+    /// What the kernel may cache while the store watcher sees every change...
+    let coherentTimeouts: CacheTimeouts
+    /// ...and what it may cache once it does not (watch limit reached): short, like an
+    /// uncached passthrough.
+    let fallbackTimeouts: CacheTimeouts
+    let watcher: StoreWatcher?
 
-    public init(volume: Volume, timeouts: CacheTimeouts) {
+    public init(volume: Volume, timeouts: CacheTimeouts, fallbackTimeouts: CacheTimeouts = CacheTimeouts(), watcher: StoreWatcher?) {
         self.volume = volume
-        self.timeouts = timeouts
+        self.coherentTimeouts = timeouts
+        self.fallbackTimeouts = fallbackTimeouts
+        self.watcher = watcher
     }
+
+    /// Whether the kernel may keep cached data and long-lived entries: only while every
+    /// change to the store reaches us (then we invalidate), never on trust.
+    @inline(__always)
+    var isCoherent: Bool { watcher?.complete.load(ordering: .relaxed) ?? false }
+
+    @inline(__always)
+    var timeouts: CacheTimeouts { isCoherent ? coherentTimeouts : fallbackTimeouts }
 
     // MARK: - Node and handle recovery
 

@@ -19,12 +19,15 @@ public final class KernelNotifier: VolumeObserver, @unchecked Sendable {
     }
 
     private let session: OpaquePointer
+    /// Only items the kernel holds are worth a notification (others answer ENOENT).
+    private let volume: Volume
     private let jobs = Mutex<[Job]>([])
     private let wakeup = DispatchSemaphore(value: 0)
     private let running = Atomic<Bool>(true)
 
-    init(session: OpaquePointer) {
+    init(session: OpaquePointer, volume: Volume) {
         self.session = session
+        self.volume = volume
         let thread = Thread { [self] in loop() }
         thread.name = "containerfs-invalidate"
         thread.start()
@@ -36,11 +39,13 @@ public final class KernelNotifier: VolumeObserver, @unchecked Sendable {
     }
 
     public func entryChanged(parent: UInt64, name: FilePath.Component) {
+        guard volume.item(parent) != nil else { return }
         jobs.withLock { $0.append(.entry(parent: parent, name: name)) }
         wakeup.signal()
     }
 
     public func itemChanged(_ inode: UInt64) {
+        guard volume.item(inode) != nil else { return }
         jobs.withLock { $0.append(.inode(inode)) }
         wakeup.signal()
     }
@@ -70,6 +75,6 @@ public final class KernelNotifier: VolumeObserver, @unchecked Sendable {
 extension FUSESession {
     /// A notifier bound to this session (valid once mounted).
     public func makeNotifier() -> KernelNotifier? {
-        sessionPointer.map { KernelNotifier(session: $0) }
+        sessionPointer.map { KernelNotifier(session: $0, volume: bridge.volume) }
     }
 }

@@ -59,6 +59,18 @@ int clinux_removexattr(const char *path, const char *name);
 int clinux_utimensat_empty_path(int fd, const void *times);
 int clinux_fchownat_empty_path(int fd, uid_t uid, gid_t gid);
 
+/* MARK: inotify */
+int clinux_inotify_init(void);                     /* non-blocking, close-on-exec */
+int clinux_inotify_add_watch(int fd, const char *path, uint32_t mask);
+int clinux_inotify_rm_watch(int fd, int wd);
+struct clinux_inotify_event {
+    int wd;
+    uint32_t mask;
+    uint32_t cookie;
+    uint32_t len;
+    char name[];
+};
+
 /* MARK: sockets */
 int clinux_accept_cloexec(int fd);
 int clinux_peer_credentials(int fd, uid_t *uid, gid_t *gid, pid_t *pid);

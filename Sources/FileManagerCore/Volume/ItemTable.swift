@@ -76,6 +76,11 @@ public final class ItemTable: Sendable {
         }
     }
 
+    /// Every inode held, for a rescan.
+    public func allInodes() -> [UInt64] {
+        shards.flatMap { s in s.withLock { Array($0.keys) } }
+    }
+
     /// Forgets everything (unmount).
     public func removeAll() {
         for s in shards { s.withLock { $0.removeAll() } }

@@ -28,6 +28,7 @@ extension Volume {
     public func setAttributes(_ item: Item, _ changes: AttributeChanges, handle: OpenFile?) throws(Errno) -> stat {
         if item.isVirtual { throw .permissionDenied }
         try zone(of: item).checkModify()
+        ownChanges.expectItem(item.inode)
         if changes.uid != nil || changes.gid != nil {
             try Syscall.fchown(pathDescriptor: item.fd, changes.uid ?? uid_t.max, changes.gid ?? gid_t.max)
         }

@@ -28,6 +28,7 @@ extension Volume {
         if item.isVirtual { throw .permissionDenied }
         try zone(of: item).checkModify()
         guard Volume.isSupportedName(name) else { throw .notSupported }
+        ownChanges.expectItem(item.inode)
         try Syscall.setxattr(pathDescriptor: item.fd, name, value, flags)
     }
 
@@ -35,6 +36,7 @@ extension Volume {
         if item.isVirtual { throw .permissionDenied }
         try zone(of: item).checkModify()
         guard Volume.isSupportedName(name) else { throw .notSupported }
+        ownChanges.expectItem(item.inode)
         try Syscall.removexattr(pathDescriptor: item.fd, name)
     }
 }

@@ -13,15 +13,21 @@ public final class OpenFile: @unchecked Sendable {
     /// never reach the backing file with O_DIRECT).
     public let direct: Bool
     public let writable: Bool
+    /// Set when the descriptor has write access: its close echoes as IN_CLOSE_WRITE.
+    private let ownChanges: OwnChanges?
 
-    init(fd: CInt, item: Item, direct: Bool, writable: Bool) {
+    init(fd: CInt, item: Item, direct: Bool, writable: Bool, accessMode: CInt, ownChanges: OwnChanges) {
         self.fd = fd
         self.item = item
         self.direct = direct
         self.writable = writable
+        self.ownChanges = accessMode != O_RDONLY ? ownChanges : nil
     }
 
-    deinit { Syscall.close(fd) }
+    deinit {
+        ownChanges?.expectItem(item.inode)
+        Syscall.close(fd)
+    }
 
     public func sync(dataOnly: Bool) throws(Errno) { try Syscall.fsync(fd, dataOnly: dataOnly) }
 
@@ -53,7 +59,8 @@ extension Volume {
         let writable = (flags & O_ACCMODE) != O_RDONLY || (flags & O_TRUNC) != 0
         if writable { try zone(of: item).checkModify() }
         let fd = try Syscall.reopen(item.fd, flags & ~Volume.strippedOpenFlags)
-        return OpenFile(fd: fd, item: item, direct: flags & O_DIRECT != 0, writable: writable)
+        return OpenFile(fd: fd, item: item, direct: flags & O_DIRECT != 0, writable: writable,
+                        accessMode: flags & O_ACCMODE, ownChanges: ownChanges)
     }
 
     /// Creates and opens a new file (`open(O_CREAT)` of a missing name); O_EXCL is the
@@ -61,12 +68,15 @@ extension Volume {
     public func create(_ parent: Item, _ name: UnsafePointer<CChar>, mode: mode_t, flags: CInt, caller: Caller) throws(Errno) -> (Item, stat, OpenFile) {
         if strlen(name) > 255 { throw .fileNameTooLong }
         try zone(of: parent).checkCreate(name)
+        ownChanges.expectEntry(parent.inode, name)
         let fd = try Credentials.asCaller(caller) { () throws(Errno) in
             try Syscall.openat(parent.fd, name, (flags & ~(O_DIRECT | O_NOCTTY)) | O_CREAT | O_NOFOLLOW, mode)
         }
         do {
             let (item, st) = try lookup(parent, name)
-            return (item, st, OpenFile(fd: fd, item: item, direct: flags & O_DIRECT != 0, writable: true))
+            let file = OpenFile(fd: fd, item: item, direct: flags & O_DIRECT != 0, writable: true,
+                                accessMode: flags & O_ACCMODE, ownChanges: ownChanges)
+            return (item, st, file)
         } catch {
             Syscall.close(fd)
             throw error

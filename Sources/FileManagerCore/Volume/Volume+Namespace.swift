@@ -14,6 +14,7 @@ extension Volume {
         let type = mode & S_IFMT
         try zone(of: parent).checkCreate(name)
         guard type == S_IFREG || type == S_IFIFO || type == S_IFSOCK || type == 0 else { throw .notPermitted }
+        ownChanges.expectEntry(parent.inode, name)
         try Credentials.asCaller(caller) { () throws(Errno) in try Syscall.mknodat(parent.fd, name, mode, device) }
         return try created(parent, name)
     }
@@ -40,6 +41,7 @@ extension Volume {
             return try lookup(parent, name)
         case let zone:
             try zone.checkCreate(name)
+            ownChanges.expectEntry(parent.inode, name)
             try Credentials.asCaller(caller) { () throws(Errno) in try Syscall.mkdirat(parent.fd, name, mode) }
             return try created(parent, name)
         }
@@ -48,6 +50,7 @@ extension Volume {
     /// `symlink`: the target is stored as given, never validated or followed.
     public func symlink(_ target: UnsafePointer<CChar>, _ parent: Item, _ name: UnsafePointer<CChar>, caller: Caller) throws(Errno) -> (Item, stat) {
         try zone(of: parent).checkCreate(name)
+        ownChanges.expectEntry(parent.inode, name)
         try Credentials.asCaller(caller) { () throws(Errno) in try Syscall.symlinkat(target, parent.fd, name) }
         return try created(parent, name)
     }
@@ -57,6 +60,8 @@ extension Volume {
     public func link(_ item: Item, _ newParent: Item, _ newName: UnsafePointer<CChar>) throws(Errno) -> (Item, stat) {
         if item.isDirectory { throw .notPermitted }
         try Zone.checkLink(item: zone(of: item), into: zone(of: newParent), name: newName)
+        ownChanges.expectEntry(newParent.inode, newName)
+        ownChanges.expectItem(item.inode)
         try Syscall.link(pathDescriptor: item.fd, newParent.fd, newName)
         return try created(newParent, newName)
     }
@@ -69,12 +74,14 @@ extension Volume {
     /// `unlink` of one non-directory entry.
     public func unlink(_ parent: Item, _ name: UnsafePointer<CChar>) throws(Errno) {
         try checkRemoval(parent, name, directory: false)
+        ownChanges.expectEntry(parent.inode, name)
         try Syscall.unlinkat(parent.fd, name, 0)
     }
 
     /// `rmdir` of one empty directory.
     public func rmdir(_ parent: Item, _ name: UnsafePointer<CChar>) throws(Errno) {
         try checkRemoval(parent, name, directory: true)
+        ownChanges.expectEntry(parent.inode, name)
         try Syscall.unlinkat(parent.fd, name, AT_REMOVEDIR)
     }
 
@@ -115,6 +122,8 @@ extension Volume {
             try Zone.checkRename(item: replacedZone, from: destinationZone, to: sourceZone, replacing: itemZone,
                                  newName: name, exchange: true)
         }
+        ownChanges.expectEntry(parent.inode, name)
+        ownChanges.expectEntry(newParent.inode, newName)
         try Syscall.renameat2(parent.fd, name, newParent.fd, newName, flags)
 
         if let moved = items.item(UInt64(st.st_ino)) { relocate(moved, to: newParent, name: newName) }

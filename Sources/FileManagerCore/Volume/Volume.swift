@@ -24,6 +24,8 @@ public final class Volume: Sendable {
     public static let rootInode: UInt64 = 1
 
     private let changeObservers = Mutex<[any VolumeObserver]>([])
+    /// The daemon's own pending changes, so their inotify echoes are not reported again.
+    public let ownChanges = OwnChanges()
 
     public init(store: Store, logger: Logger = Logger(label: "containerfs.volume")) {
         self.store = store
@@ -202,4 +204,10 @@ public protocol VolumeObserver: Sendable {
     func entryChanged(parent: UInt64, name: FilePath.Component)
     /// An item's data or attributes changed.
     func itemChanged(_ inode: UInt64)
+    /// Changes may have been missed (inotify queue overflow): forget what you cached.
+    func resync()
+}
+
+extension VolumeObserver {
+    public func resync() {}
 }

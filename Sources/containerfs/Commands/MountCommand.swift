@@ -74,19 +74,22 @@ struct MountCommand: ParsableCommand {
             volume.registry.reconcile()
             volume.registry.purgeTemporaryItems(olderThan: 3 * 24 * 3600)
 
-            let bridge = FUSEBridge(volume: volume, timeouts: options.timeouts)
+            let watcher = try StoreWatcher(volume: volume)
+            let bridge = FUSEBridge(volume: volume, timeouts: options.timeouts, watcher: watcher)
             let session = FUSESession(bridge: bridge, mountPoint: mountPoint.string)
             let sessionOptions = FUSESession.Options(mountOptions: options.fuse, workerThreads: options.workerThreads,
                                                      idleThreads: options.idleThreads)
             try session.mount(options: sessionOptions)
             let notifier = session.makeNotifier()
             if let notifier { volume.addObserver(notifier) }
+            watcher.start()
             let control = try ControlServer(path: Paths.controlSocket(store.path), logger: Logger(label: "containerfs.control"),
                                             handler: DaemonRequests(volume: volume, mountPoint: mountPoint).handle)
             control.start()
             ready.succeed()
             session.run(options: sessionOptions)
             control.stop()
+            watcher.stop()
             notifier?.stop()
             withExtendedLifetime(lock) {}
         } catch {

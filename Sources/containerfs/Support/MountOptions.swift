@@ -7,7 +7,9 @@ import Glibc
 /// `comment=*`).
 struct MountOptions {
     var fuse: [String] = []
-    var timeouts = CacheTimeouts()
+    /// Long by default: the store watcher invalidates the kernel's caches on every change
+    /// made behind the mount (DESIGN.md, decision 14).
+    var timeouts = CacheTimeouts(attributes: 60, entries: 60, negative: 60)
     var workerThreads = 8
     var idleThreads = 4
     var allowOther: Bool?

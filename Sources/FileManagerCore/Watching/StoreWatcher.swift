@@ -1,0 +1,173 @@
+import CLinux
+import Foundation
+import Glibc
+import Logging
+import Synchronization
+import SystemPackage
+
+/// Watches the backing store with inotify, so that changes made there directly, bypassing
+/// the mount, reach the volume's observers: the kernel's caches are invalidated (the mount
+/// shows the new bytes and entries at once despite long cache timeouts) and, later,
+/// presenters hear of them as uncoordinated changes. SPEC §3, reference coordination §8.10.
+///
+/// One watch per directory of `containers/`, `trash/` and `snapshots/`. Watched: entries
+/// appearing, vanishing and moving, attribute changes, and writes *at close*
+/// (IN_CLOSE_WRITE): per-write events (IN_MODIFY) would cost the watcher a wake-up per
+/// write(2) of every program, and every editor closes what it saved. A writer that keeps a
+/// file open (or writes through a shared mmap) is seen when it closes.
+///
+/// The daemon's own changes echo back; `OwnChanges` recognises them.
+/// Queue overflow (IN_Q_OVERFLOW) triggers a rescan and `resync`; directories that cannot
+/// be watched (watch limit) make the watcher `incomplete`, which the mount answers with
+/// short cache timeouts instead of long ones: never silence.
+///
+/// Sendable note: `watches` is touched only on the watcher thread after `start()`; before,
+/// only by `init` (single-threaded).
+public final class StoreWatcher: @unchecked Sendable {
+    struct Watched {
+        let fd: CInt      // O_PATH descriptor of the directory
+        let inode: UInt64
+    }
+
+    private let volume: Volume
+    private let inotify: CInt
+    private var watches: [CInt: Watched] = [:]
+    private let logger: Logger
+    private let running = Atomic<Bool>(true)
+    /// False once a directory could not be watched.
+    public let complete = Atomic<Bool>(true)
+
+    static let mask: UInt32 = UInt32(IN_CREATE | IN_DELETE | IN_MOVED_FROM | IN_MOVED_TO | IN_CLOSE_WRITE | IN_ATTRIB)
+        | UInt32(IN_ONLYDIR) | UInt32(IN_EXCL_UNLINK)  // no IN_DONT_FOLLOW: the path is our own /proc link to a directory descriptor
+
+    public init(volume: Volume, logger: Logger = Logger(label: "containerfs.watch")) throws {
+        self.volume = volume
+        self.logger = logger
+        inotify = clinux_inotify_init()
+        guard inotify >= 0 else { throw FileManagerError.system(Errno(rawValue: errno), "inotify") }
+        for fd in [volume.store.containersFD, volume.store.trashFD, volume.store.snapshotsFD] {
+            watchTree(duplicate(fd))
+        }
+        volume.ownChanges.enabled.store(true, ordering: .releasing)
+    }
+
+    public func start() {
+        let thread = Thread { [self] in loop() }
+        thread.name = "containerfs-watch"
+        thread.start()
+    }
+
+    public func stop() { running.store(false, ordering: .releasing) }
+
+    public var watchCount: Int { watches.count }
+
+    // MARK: - Watches
+
+    private func duplicate(_ fd: CInt) -> CInt {
+        (try? Syscall.openat(fd, ".", O_PATH | O_DIRECTORY)) ?? -1
+    }
+
+    /// Watches the directory behind `fd` (taken over) and every directory below it.
+    private func watchTree(_ fd: CInt) {
+        guard fd >= 0 else { return }
+        guard let st = try? Syscall.fstat(fd) else { Syscall.close(fd); return }
+        let wd = (try? Syscall.withProcPath(fd) { path throws(Errno) in clinux_inotify_add_watch(inotify, path, Self.mask) }) ?? -1
+        if wd < 0 {
+            if complete.exchange(false, ordering: .acquiringAndReleasing) {
+                logger.warning("cannot watch every directory of the store (\(Errno(rawValue: errno))); using short cache timeouts")
+            }
+            Syscall.close(fd)
+            return
+        }
+        if let old = watches[wd] {
+            // Already watched (a rescan): keep the old descriptor.
+            Syscall.close(fd)
+            _ = old
+        } else {
+            watches[wd] = Watched(fd: fd, inode: UInt64(st.st_ino))
+        }
+        guard let stream = try? DirectoryStream.open(fd) else { return }
+        while let entry = try? stream.next() {
+            guard entry.type == UInt8(DT_DIR), !entry.isDotOrDotDot else { continue }
+            if let child = try? Syscall.openat(fd, entry.name, O_PATH | O_DIRECTORY | O_NOFOLLOW) { watchTree(child) }
+        }
+    }
+
+    // MARK: - Events
+
+    private func loop() {
+        let size = 64 * 1024
+        let buffer = UnsafeMutableRawPointer.allocate(byteCount: size, alignment: 8)
+        defer { buffer.deallocate() }
+        var poller = pollfd(fd: inotify, events: Int16(POLLIN), revents: 0)
+        while running.load(ordering: .acquiring) {
+            let ready = poll(&poller, 1, 500)
+            if ready <= 0 { continue }
+            let n = read(inotify, buffer, size)
+            if n <= 0 { continue }
+            var offset = 0
+            while offset < n {
+                let event = (buffer + offset).assumingMemoryBound(to: clinux_inotify_event.self)
+                let length = Int(event.pointee.len)
+                let name: FilePath.Component? = length > 0
+                    ? FilePath.Component(platformString: UnsafeRawPointer(buffer + offset + 16).assumingMemoryBound(to: CChar.self))
+                    : nil
+                handle(wd: event.pointee.wd, mask: event.pointee.mask, name: name)
+                offset += 16 + length
+            }
+        }
+    }
+
+    private func handle(wd: CInt, mask: UInt32, name: FilePath.Component?) {
+        if mask & UInt32(IN_Q_OVERFLOW) != 0 { return rescan() }
+        if mask & UInt32(IN_IGNORED) != 0 {
+            if let gone = watches.removeValue(forKey: wd) { Syscall.close(gone.fd) }
+            return
+        }
+        guard let dir = watches[wd] else { return }
+        guard let name else {
+            if mask & UInt32(IN_ATTRIB) != 0 { volume.notify { $0.itemChanged(dir.inode) } }
+            return
+        }
+        let entryMask = UInt32(IN_CREATE | IN_DELETE | IN_MOVED_FROM | IN_MOVED_TO)
+        if mask & entryMask != 0 {
+            if mask & UInt32(IN_ISDIR) != 0 && mask & UInt32(IN_CREATE | IN_MOVED_TO) != 0 {
+                watchNewDirectory(dir, name)
+            }
+            if !volume.ownChanges.isOwnEntry(dir.inode, name) {
+                volume.notify { $0.entryChanged(parent: dir.inode, name: name) }
+                volume.notify { $0.itemChanged(dir.inode) }
+            }
+        }
+        if mask & UInt32(IN_CLOSE_WRITE | IN_ATTRIB) != 0 {
+            guard let st = try? name.withName({ p throws(Errno) in try Syscall.fstatat(dir.fd, p) }) else { return }
+            let inode = UInt64(st.st_ino)
+            if !volume.ownChanges.isOwnItem(inode) { volume.notify { $0.itemChanged(inode) } }
+        }
+    }
+
+    /// A directory appeared: watch it, then report what it already holds (made before the
+    /// watch existed, the classic inotify race) so that no negative cache entry survives.
+    private func watchNewDirectory(_ parent: Watched, _ name: FilePath.Component) {
+        guard let fd = try? name.withName({ p throws(Errno) in try Syscall.openat(parent.fd, p, O_PATH | O_DIRECTORY | O_NOFOLLOW) }),
+              let st = try? Syscall.fstat(fd) else { return }
+        watchTree(fd)
+        let inode = UInt64(st.st_ino)
+        guard volume.item(inode) != nil, let stream = try? DirectoryStream.open(fd) else { return }
+        while let entry = try? stream.next() {
+            guard !entry.isDotOrDotDot, let child = FilePath.Component(platformString: entry.name) else { continue }
+            volume.notify { $0.entryChanged(parent: inode, name: child) }
+        }
+    }
+
+    /// After an overflow: every directory is watched again and every item the kernel holds
+    /// is invalidated; observers are told to resynchronise.
+    private func rescan() {
+        logger.warning("inotify queue overflowed; rescanning the store")
+        volume.ownChanges.reset()
+        for fd in [volume.store.containersFD, volume.store.trashFD, volume.store.snapshotsFD] { watchTree(duplicate(fd)) }
+        let inodes = volume.items.allInodes()
+        for inode in inodes { volume.notify { $0.itemChanged(inode) } }
+        volume.notify { $0.resync() }
+    }
+}
