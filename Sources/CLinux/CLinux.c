@@ -52,6 +52,16 @@ int clinux_removexattr(const char *path, const char *name) { return removexattr(
 int clinux_utimensat_empty_path(int fd, const void *times) { return utimensat(fd, "", (const struct timespec *)times, AT_EMPTY_PATH); }
 int clinux_fchownat_empty_path(int fd, uid_t uid, gid_t gid) { return fchownat(fd, "", uid, gid, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW); }
 
+int clinux_birth_time(int dirfd, const char *path, int flags, int64_t *sec, uint32_t *nsec)
+{
+    struct statx sx;
+    if (statx(dirfd, path, flags, STATX_BTIME, &sx) != 0) return -1;
+    if (!(sx.stx_mask & STATX_BTIME)) return 0;
+    *sec = sx.stx_btime.tv_sec;
+    *nsec = sx.stx_btime.tv_nsec;
+    return 1;
+}
+
 int clinux_inotify_init(void) { return inotify_init1(IN_CLOEXEC); }
 int clinux_inotify_add_watch(int fd, const char *path, uint32_t mask) { return inotify_add_watch(fd, path, mask); }
 int clinux_inotify_rm_watch(int fd, int wd) { return inotify_rm_watch(fd, wd); }

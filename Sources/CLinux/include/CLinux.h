@@ -59,6 +59,12 @@ int clinux_removexattr(const char *path, const char *name);
 int clinux_utimensat_empty_path(int fd, const void *times);
 int clinux_fchownat_empty_path(int fd, uid_t uid, gid_t gid);
 
+/* MARK: statx */
+/* The birth time (statx STATX_BTIME) of `path` relative to `dirfd` (flags: AT_* as for
+   statx, e.g. AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW). Returns 1 and fills sec/nsec when the
+   file system records one, 0 when it does not, -1 with errno on failure. */
+int clinux_birth_time(int dirfd, const char *path, int flags, int64_t *sec, uint32_t *nsec);
+
 /* MARK: inotify */
 int clinux_inotify_init(void);                     /* non-blocking, close-on-exec */
 int clinux_inotify_add_watch(int fd, const char *path, uint32_t mask);
