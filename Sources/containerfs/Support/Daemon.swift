@@ -1,5 +1,6 @@
 import CLinux
 import FileManagerCore
+import Foundation
 import Glibc
 import SystemPackage
 
@@ -24,7 +25,9 @@ enum Daemon {
         _ = fcntl(writeEnd, F_SETFD, FD_CLOEXEC)
 
         let executable = "/proc/self/exe"
-        let argv = ([executable] + arguments + ["--ready-fd", "3"]).map { strdup($0) } + [nil]
+        // argv[0] names the real binary, so `ps` and `pgrep containerfs` find the daemon.
+        let name = (try? FileManager.default.destinationOfSymbolicLink(atPath: executable)) ?? "containerfs"
+        let argv = ([name] + arguments + ["--ready-fd", "3"]).map { strdup($0) } + [nil]
         defer { argv.forEach { free($0) } }
         let pid = argv.withUnsafeBufferPointer { av in
             clinux_spawn_daemon(executable, av.baseAddress!, environ, logFD, writeEnd)
