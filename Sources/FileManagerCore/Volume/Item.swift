@@ -30,6 +30,10 @@ public final class Item: @unchecked Sendable {
         var zoneEpoch: UInt64
         /// Outstanding references handed to the client (the kernel's lookup count).
         var references: UInt64
+        /// Known to carry no `security.capability` attribute: the kernel asks for it before
+        /// every write (file capabilities must be dropped on write), so the answer is kept.
+        /// Cleared by any `security.*` change and by any change seen in the store.
+        var knownWithoutCapability = false
     }
     let state: Mutex<State>
 

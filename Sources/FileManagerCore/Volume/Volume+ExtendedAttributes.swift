@@ -12,10 +12,26 @@ extension Volume {
         strncmp(name, "system.", 7) != 0
     }
 
+    static func isCapabilityName(_ name: UnsafePointer<CChar>) -> Bool {
+        strcmp(name, "security.capability") == 0
+    }
+
     /// The value of `name`, into `buffer` (size 0: just the size). ENODATA when absent.
     public func extendedAttribute(_ item: Item, _ name: UnsafePointer<CChar>, into buffer: UnsafeMutableRawBufferPointer) throws(Errno) -> Int {
         if item.isVirtual || !Volume.isSupportedName(name) { throw .noData }
-        return try Syscall.getxattr(pathDescriptor: item.fd, name, buffer)
+        let capability = Volume.isCapabilityName(name)
+        if capability && item.state.withLock({ $0.knownWithoutCapability }) { throw .noData }
+        do {
+            return try Syscall.getxattr(pathDescriptor: item.fd, name, buffer)
+        } catch .noData where capability {
+            item.state.withLock { $0.knownWithoutCapability = true }
+            throw .noData
+        }
+    }
+
+    /// Drops what the volume remembers about an item's attributes (it changed in the store).
+    public func forgetCachedAttributes(_ inode: UInt64) {
+        items.item(inode)?.state.withLock { $0.knownWithoutCapability = false }
     }
 
     /// The NUL-separated names, into `buffer` (size 0: just the size).
@@ -29,6 +45,7 @@ extension Volume {
         try zone(of: item).checkModify()
         guard Volume.isSupportedName(name) else { throw .notSupported }
         ownChanges.expectItem(item.inode)
+        if strncmp(name, "security.", 9) == 0 { item.state.withLock { $0.knownWithoutCapability = false } }
         try Syscall.setxattr(pathDescriptor: item.fd, name, value, flags)
     }
 
@@ -37,6 +54,7 @@ extension Volume {
         try zone(of: item).checkModify()
         guard Volume.isSupportedName(name) else { throw .notSupported }
         ownChanges.expectItem(item.inode)
+        if strncmp(name, "security.", 9) == 0 { item.state.withLock { $0.knownWithoutCapability = false } }
         try Syscall.removexattr(pathDescriptor: item.fd, name)
     }
 }

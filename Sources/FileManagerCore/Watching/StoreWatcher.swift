@@ -142,7 +142,10 @@ public final class StoreWatcher: @unchecked Sendable {
         if mask & UInt32(IN_CLOSE_WRITE | IN_ATTRIB) != 0 {
             guard let st = try? name.withName({ p throws(Errno) in try Syscall.fstatat(dir.fd, p) }) else { return }
             let inode = UInt64(st.st_ino)
-            if !volume.ownChanges.isOwnItem(inode) { volume.notify { $0.itemChanged(inode) } }
+            if !volume.ownChanges.isOwnItem(inode) {
+                volume.forgetCachedAttributes(inode)
+                volume.notify { $0.itemChanged(inode) }
+            }
         }
     }
 
@@ -167,7 +170,10 @@ public final class StoreWatcher: @unchecked Sendable {
         volume.ownChanges.reset()
         for fd in [volume.store.containersFD, volume.store.trashFD, volume.store.snapshotsFD] { watchTree(duplicate(fd)) }
         let inodes = volume.items.allInodes()
-        for inode in inodes { volume.notify { $0.itemChanged(inode) } }
+        for inode in inodes {
+            volume.forgetCachedAttributes(inode)
+            volume.notify { $0.itemChanged(inode) }
+        }
         volume.notify { $0.resync() }
     }
 }
