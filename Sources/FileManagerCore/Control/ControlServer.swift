@@ -11,7 +11,7 @@ import SystemPackage
 ///
 /// Sendable note: `listener` and `path` are fixed at init; `stopped` is atomic.
 public final class ControlServer: @unchecked Sendable {
-    public typealias Handler = @Sendable (ControlRequest, Caller) -> ControlResponse
+    public typealias Handler = @Sendable (ControlRequest, ControlConnection) -> ControlResponse
 
     private let listener: CInt
     public let path: String
@@ -77,14 +77,18 @@ public final class ControlServer: @unchecked Sendable {
                 close(client)
                 continue
             }
-            let caller = Caller(uid: uid, gid: gid, pid: pid)
-            let thread = Thread { [self] in serve(client, caller) }
+            let connection = ControlConnection(fd: client, caller: Caller(uid: uid, gid: gid, pid: pid))
+            let thread = Thread { [self] in serve(connection) }
             thread.start()
         }
     }
 
-    private func serve(_ fd: CInt, _ caller: Caller) {
-        defer { close(fd) }
+    private func serve(_ connection: ControlConnection) {
+        let fd = connection.fd
+        defer {
+            connection.didClose()
+            close(fd)
+        }
         var pending = [UInt8]()
         var chunk = [UInt8](repeating: 0, count: 4096)
         let decoder = JSONDecoder()
@@ -101,32 +105,17 @@ public final class ControlServer: @unchecked Sendable {
                     if request.v != ControlRequest.version {
                         response = ControlResponse(id: request.id, ok: false, errno: EPROTO, error: "unsupported protocol version \(request.v)")
                     } else {
-                        response = handler(request, caller)
+                        response = handler(request, connection)
                     }
                 } else {
                     response = ControlResponse(id: 0, ok: false, errno: EINVAL, error: "malformed request")
                 }
-                guard send(fd, response) else { return }
+                guard connection.send(response) else { return }
             }
             if pending.count > controlMaximumLineLength {
-                _ = send(fd, ControlResponse(id: 0, ok: false, errno: EMSGSIZE, error: "request too long"))
+                connection.send(ControlResponse(id: 0, ok: false, errno: EMSGSIZE, error: "request too long"))
                 return
             }
-        }
-    }
-
-    private func send(_ fd: CInt, _ response: ControlResponse) -> Bool {
-        guard var data = try? JSONEncoder().encode(response) else { return false }
-        data.append(10)
-        return data.withUnsafeBytes { raw in
-            var off = 0
-            while off < raw.count {
-                let n = write(fd, raw.baseAddress! + off, raw.count - off)
-                if n < 0 && errno == EINTR { continue }
-                if n <= 0 { return false }
-                off += n
-            }
-            return true
         }
     }
 }
@@ -158,7 +147,12 @@ public final class ControlClient {
 
     deinit { close(fd) }
 
-    public func call(_ op: String, _ args: [String: String] = [:]) throws -> ControlResponse {
+    /// Messages pushed by the daemon while a call was waiting for its response.
+    public private(set) var pushed: [ControlPush] = []
+
+    /// Sends a request and returns its response; pushed messages that arrive meanwhile are
+    /// kept in `pushed` (or handed to `onPush`).
+    public func call(_ op: String, _ args: [String: String] = [:], onPush: ((ControlPush) -> Void)? = nil) throws -> ControlResponse {
         let request = ControlRequest(id: nextID, op: op, args: args)
         nextID += 1
         var data = try JSONEncoder().encode(request)
@@ -172,17 +166,48 @@ public final class ControlClient {
                 off += n
             }
         }
+        while true {
+            let line = try readLine()
+            if let push = try? JSONDecoder().decode(ControlPush.self, from: line), push.event != nil || push.request != nil {
+                if let onPush { onPush(push) } else { pushed.append(push) }
+                continue
+            }
+            return try JSONDecoder().decode(ControlResponse.self, from: line)
+        }
+    }
+
+    /// Waits for the next pushed message (presenter clients); nil when the daemon is gone.
+    public func nextPush() -> ControlPush? {
+        if !pushed.isEmpty { return pushed.removeFirst() }
+        while let line = try? readLine() {
+            if let push = try? JSONDecoder().decode(ControlPush.self, from: line), push.event != nil || push.request != nil {
+                return push
+            }
+        }
+        return nil
+    }
+
+    private func readLine() throws -> Data {
         var chunk = [UInt8](repeating: 0, count: 4096)
         while true {
             if let newline = pending.firstIndex(of: 10) {
                 let line = Array(pending[..<newline])
                 pending.removeSubrange(...newline)
-                return try JSONDecoder().decode(ControlResponse.self, from: Data(line))
+                return Data(line)
             }
             let n = chunk.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
             if n < 0 && errno == EINTR { continue }
             guard n > 0 else { throw FileManagerError.system(.brokenPipe, "control socket: daemon closed the connection") }
             pending += chunk[0..<n]
         }
+    }
+
+    /// Sends a request without waiting for its response (answers to presenter requests).
+    public func post(_ op: String, _ args: [String: String] = [:]) {
+        let request = ControlRequest(id: nextID, op: op, args: args)
+        nextID += 1
+        guard var data = try? JSONEncoder().encode(request) else { return }
+        data.append(10)
+        data.withUnsafeBytes { raw in _ = Glibc.send(fd, raw.baseAddress, raw.count, Int32(MSG_NOSIGNAL)) }
     }
 }

@@ -9,7 +9,8 @@ struct DaemonRequests: Sendable {
     let volume: Volume
     let mountPoint: FilePath
 
-    func handle(_ request: ControlRequest, _ caller: Caller) -> ControlResponse {
+    func handle(_ request: ControlRequest, _ connection: ControlConnection) -> ControlResponse {
+        let caller = connection.caller
         do {
             switch request.op {
             case "status":
