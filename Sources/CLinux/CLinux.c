@@ -104,3 +104,5 @@ int clinux_raise_nofile_limit(void)
     rl.rlim_cur = rl.rlim_max;
     return setrlimit(RLIMIT_NOFILE, &rl);
 }
+
+int clinux_become_subreaper(void) { return prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0); }

@@ -14,6 +14,7 @@ struct ContainerFSCommand: ParsableCommand {
         version: version,
         subcommands: [
             MountCommand.self, UnmountCommand.self, ContainerCommand.self,
+            CoordinateCommand.self, WatchCommand.self,
         ],
         defaultSubcommand: MountCommand.self
     )

@@ -86,5 +86,7 @@ int clinux_peer_credentials(int fd, uid_t *uid, gid_t *gid, pid_t *pid);
    2 on `log_fd`, and `ready_fd` as descriptor 3. Returns the pid or -errno. */
 pid_t clinux_spawn_daemon(const char *path, char *const argv[], char *const envp[], int log_fd, int ready_fd);
 int clinux_raise_nofile_limit(void);
+/* Orphaned descendants are re-parented to this process (PR_SET_CHILD_SUBREAPER). */
+int clinux_become_subreaper(void);
 
 #endif

@@ -121,7 +121,10 @@ public final class ControlServer: @unchecked Sendable {
 }
 
 /// A client of the control socket (the CLI talking to a live daemon).
-public final class ControlClient {
+///
+/// Sendable note: used by one thread at a time (the CLI's main thread, then, for a held
+/// claim or a presenter, one reader thread); it has no internal locking.
+public final class ControlClient: @unchecked Sendable {
     private let fd: CInt
     private var nextID = 1
     private var pending = [UInt8]()
