@@ -70,7 +70,8 @@ struct MountPath {
     let store: FilePath
 
     init(_ raw: String) throws {
-        absolute = Paths.absolute(raw)
+        let absolute = Paths.absolute(raw)
+        self.absolute = absolute
         guard let mount = MountTable.entries()
             .filter({ absolute.starts(with: FilePath($0.mountPoint)) })
             .max(by: { $0.mountPoint.count < $1.mountPoint.count }) else {
