@@ -226,3 +226,36 @@ extension Syscall {
         _ = try check { Glibc.fchownat(dir, name, uid, gid, AT_SYMLINK_NOFOLLOW) }
     }
 }
+
+// MARK: - CoreFileManager additions
+
+extension Syscall {
+    /// The birth time `statx(2)` reports (`STATX_BTIME`), through `clinux_birth_time`; nil
+    /// where the file system keeps none.
+    public static func birthTime(_ dir: CInt, _ name: UnsafePointer<CChar>, _ flags: CInt) throws(Errno) -> timespec? {
+        var seconds: Int64 = 0
+        var nanoseconds: UInt32 = 0
+        let found = try check { clinux_birth_time(dir, name, flags, &seconds, &nanoseconds) }
+        return found == 0 ? nil : timespec(tv_sec: Int(seconds), tv_nsec: Int(nanoseconds))
+    }
+
+    /// `linkat(2)`; `flags` 0 links a final symlink itself, never its target.
+    public static func linkat(_ olddir: CInt, _ old: UnsafePointer<CChar>, _ newdir: CInt, _ new: UnsafePointer<CChar>, _ flags: CInt) throws(Errno) {
+        _ = try check { Glibc.linkat(olddir, old, newdir, new, flags) }
+    }
+
+    /// `faccessat(2)`; with `flags` 0 the kernel checks the *real* uid and gid (what
+    /// `isReadableFile` and its siblings promise, reference file-manager §3.10).
+    public static func faccessat(_ dir: CInt, _ name: UnsafePointer<CChar>, _ mode: CInt, _ flags: CInt) throws(Errno) {
+        _ = try check { Glibc.faccessat(dir, name, mode, flags) }
+    }
+
+    /// The supplementary groups of the calling process.
+    public static func supplementaryGroups() -> [gid_t] {
+        let count = Glibc.getgroups(0, nil)
+        guard count > 0 else { return [] }
+        var groups = [gid_t](repeating: 0, count: Int(count))
+        let n = groups.withUnsafeMutableBufferPointer { Glibc.getgroups(count, $0.baseAddress) }
+        return n > 0 ? Array(groups[0..<Int(n)]) : []
+    }
+}

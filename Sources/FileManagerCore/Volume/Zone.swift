@@ -145,8 +145,12 @@ extension Zone {
 
     /// Removing `child` (unlink, rmdir) from this directory.
     public func checkRemove(child: Zone) throws(Errno) {
-        if isReadOnly || child.isReadOnly { throw .readOnlyFileSystem }
+        // Why a fixed child answers before a read-only one: SPEC §1 names `NAME.app` among
+        // the standard directories that "cannot be removed or renamed: EACCES"; removing
+        // it changes the container root (writable), not the bundle's contents (EROFS).
+        if isReadOnly { throw .readOnlyFileSystem }
         if child.isFixed { throw .permissionDenied }
+        if child.isReadOnly { throw .readOnlyFileSystem }
         if case .root = self { throw .permissionDenied }
     }
 
@@ -155,10 +159,11 @@ extension Zone {
     public static func checkRename(item: Zone, from source: Zone, to destination: Zone,
                                    replacing replaced: Zone?, newName: UnsafePointer<CChar>,
                                    exchange: Bool) throws(Errno) {
-        if source.isReadOnly || destination.isReadOnly || item.isReadOnly || (replaced?.isReadOnly ?? false) {
-            throw .readOnlyFileSystem
-        }
+        if source.isReadOnly || destination.isReadOnly { throw .readOnlyFileSystem }
+        // A standard directory (the bundle directory included) is EACCES before its own
+        // read-only zone is EROFS: see `checkRemove`.
         if item.isFixed || (replaced?.isFixed ?? false) { throw .permissionDenied }
+        if item.isReadOnly || (replaced?.isReadOnly ?? false) { throw .readOnlyFileSystem }
         // Into or within Inbox: refused; out of it: allowed. An exchange moves both ways.
         if destination.isInbox || (exchange && source.isInbox) { throw .permissionDenied }
         switch destination {
