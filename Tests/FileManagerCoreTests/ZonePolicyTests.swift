@@ -25,7 +25,9 @@ struct ZonePolicyTests {
         "x".withCString { name in
             #expect(errnoOf { try Zone.layout(c, .bundle).checkCreate(name) } == .readOnlyFileSystem)
         }
-        #expect(errnoOf { try Zone.layout(c, .documents).checkRemove(child: .layout(c, .bundle)) } == .readOnlyFileSystem)
+        #expect(errnoOf { try Zone.layout(c, .bundle).checkRemove(child: .bundle(c)) } == .readOnlyFileSystem)
+        // The bundle directory itself is a standard directory: EACCES before EROFS (SPEC §1).
+        #expect(errnoOf { try Zone.container(c).checkRemove(child: .layout(c, .bundle)) } == .permissionDenied)
     }
 
     @Test func inboxAllowsOnlyReadDeleteAndMoveOut() {
