@@ -6,51 +6,115 @@ import SystemPackage
 // MARK: - Open files: open, create, read, write, and the rest of a handle's life
 
 extension FUSEBridge {
-    /// OPEN: the handle keeps a retained `OpenFile`; O_DIRECT callers get uncached I/O
-    /// (`direct_io`) while the backing descriptor stays buffered.
+    /// OPEN: a short coordinated read, or write (for merging with O_RDWR or O_APPEND: the
+    /// writer builds on what is there), asking presenters once per handle. O_NONBLOCK meets
+    /// a conflicting claim with EAGAIN. The handle keeps a retained `OpenFile`; O_DIRECT
+    /// callers get uncached I/O (`direct_io`) while the backing descriptor stays buffered.
     func open(_ reply: consuming Reply, _ ino: fuse_ino_t, _ fi: UnsafeMutablePointer<fuse_file_info>) {
         guard let item = node(ino) else { return reply.fail(Errno.noSuchFileOrDirectory) }
-        do {
-            let file = try volume.open(item, flags: fi.pointee.flags)
-            fi.pointee.fh = FUSEBridge.retain(file)
-            if file.direct { cfuse_fi_set_direct_io(fi, 1) } else if isCoherent { cfuse_fi_set_keep_cache(fi, 1) }
-            reply.open(fi)
-        } catch {
-            reply.fail(error)
+        let flags = fi.pointee.flags
+        let writing = (flags & O_ACCMODE) != O_RDONLY || (flags & O_TRUNC) != 0
+        if writing && refusesBeforeWaiting(item) { return reply.fail(Errno.readOnlyFileSystem) }
+        // The kernel's fuse_file_info lives until we answer; parked opens answer with a copy.
+        var info = fi.pointee
+        coordinate(reply, RequestNames(), {
+            let target = coordination!.target(of: item)
+            let merging = (flags & O_ACCMODE) == O_RDWR || (flags & O_APPEND) != 0
+            let claim = writing ? Claim(target: target, writing: (flags & O_TRUNC) == 0 && merging ? .forMerging : [])
+                                : Claim(target: target, reading: [])
+            return Coordination(claims: [claim], nonBlocking: flags & O_NONBLOCK != 0,
+                                event: (flags & O_TRUNC) != 0 ? volume.mountPath(of: item).map { .changed($0) } : nil)
+        }) { [self, info] reply, _ in
+            var info = info
+            do {
+                let file = try volume.open(item, flags: flags)
+                info.fh = FUSEBridge.retain(file)
+                if file.direct { cfuse_fi_set_direct_io(&info, 1) } else if isCoherent { cfuse_fi_set_keep_cache(&info, 1) }
+                reply.open(&info)
+            } catch {
+                reply.fail(error)
+            }
         }
     }
 
     func create(_ reply: consuming Reply, _ parent: fuse_ino_t, _ name: UnsafePointer<CChar>, _ mode: mode_t,
                 _ fi: UnsafeMutablePointer<fuse_file_info>) {
         guard let dir = node(parent) else { return reply.fail(Errno.noSuchFileOrDirectory) }
-        do {
-            let (item, st, file) = try volume.create(dir, name, mode: mode, flags: fi.pointee.flags, caller: reply.caller)
-            fi.pointee.fh = FUSEBridge.retain(file)
-            if file.direct { cfuse_fi_set_direct_io(fi, 1) } else if isCoherent { cfuse_fi_set_keep_cache(fi, 1) }
-            reply.create(item.inode, st, timeouts: timeouts, fi)
-        } catch {
-            reply.fail(error)
+        if refusesBeforeWaiting(dir) { return reply.fail(Errno.readOnlyFileSystem) }
+        let caller = reply.caller
+        var info = fi.pointee
+        coordinate(reply, RequestNames(name), { creating(name, in: dir) }) { [self, info] reply, names in
+            var info = info
+            do {
+                let (item, st, file) = try volume.create(dir, names.first, mode: mode, flags: info.flags, caller: caller)
+                info.fh = FUSEBridge.retain(file)
+                if file.direct { cfuse_fi_set_direct_io(&info, 1) } else if isCoherent { cfuse_fi_set_keep_cache(&info, 1) }
+                reply.create(item.inode, st, timeouts: timeouts, &info)
+            } catch {
+                reply.fail(error)
+            }
         }
     }
 
+    /// READ that reached the daemon (page-cache misses): a short read claim, no presenters.
     func read(_ reply: consuming Reply, _ size: Int, _ offset: off_t, _ fi: UnsafeMutablePointer<fuse_file_info>?) {
         guard let file = FUSEBridge.file(fi) else { return reply.fail(Errno.badFileDescriptor) }
-        reply.data(from: file.fd, size: size, offset: offset)
+        coordinate(reply, RequestNames(), {
+            Coordination(claims: [Claim(target: coordination!.target(of: file.item), reading: .withoutChanges)], asksPresenters: false)
+        }) { reply, _ in
+            reply.data(from: file.fd, size: size, offset: offset)
+        }
     }
 
-    /// WRITE_BUF: libfuse moves the payload (memory or a spliced pipe) straight to the fd.
+    /// WRITE_BUF: a short write claim (presenters were asked at open); libfuse moves the
+    /// payload (memory or a spliced pipe) straight to the fd. A parked write copies the
+    /// payload first: the kernel's buffer dies with the callback.
     func writeBuffer(_ reply: consuming Reply, _ buffers: UnsafeMutablePointer<fuse_bufvec>, _ offset: off_t,
                      _ fi: UnsafeMutablePointer<fuse_file_info>?) {
         guard let file = FUSEBridge.file(fi) else { return reply.fail(Errno.badFileDescriptor) }
+        if let mount = coordination, !mount.enterFastPath() {
+            file.coordinatedWriter.store(mount.purposes.purpose(ofThread: reply.caller.pid).rawValue, ordering: .relaxed)
+            return parkWrite(reply, buffers, offset, file, mount)
+        }
         let n = cfuse_write_buf_to_fd(buffers, file.fd, offset)
+        coordination?.leaveFastPath()
         if n < 0 { return reply.fail(Errno(rawValue: CInt(-n))) }
         reply.written(n)
+    }
+
+    private func parkWrite(_ reply: consuming Reply, _ buffers: UnsafeMutablePointer<fuse_bufvec>, _ offset: off_t,
+                           _ file: OpenFile, _ mount: MountCoordination) {
+        let size = fuse_buf_size(buffers)
+        var payload = [UInt8](repeating: 0, count: size)
+        let copied = payload.withUnsafeMutableBytes { raw -> Int in
+            var out = fuse_bufvec(count: 1, idx: 0, off: 0,
+                                  buf: (fuse_buf(size: size, flags: fuse_buf_flags(rawValue: 0), mem: raw.baseAddress, fd: -1, pos: 0)))
+            return fuse_buf_copy(&out, buffers, fuse_buf_copy_flags(rawValue: 0))
+        }
+        if copied < 0 { return reply.fail(Errno(rawValue: CInt(-copied))) }
+        let bytes = payload
+        coordinate(reply, RequestNames(), {
+            Coordination(claims: [Claim(target: mount.target(of: file.item), writing: [])], asksPresenters: false)
+        }) { reply, _ in
+            do {
+                let n = try bytes.withUnsafeBytes { b in try Syscall.pwrite(file.fd, UnsafeRawBufferPointer(rebasing: b[0..<copied]), offset) }
+                reply.written(n)
+            } catch {
+                reply.fail(error)
+            }
+        }
     }
 
     /// FLUSH (every close of a descriptor): nothing to do; POSIX locks live in the kernel.
     func flush(_ reply: consuming Reply) { reply.ok() }
 
+    /// RELEASE: a handle that wrote under coordination tells presenters `didChange`.
     func release(_ reply: consuming Reply, _ fi: UnsafeMutablePointer<fuse_file_info>?) {
+        if let file = FUSEBridge.file(fi), let mount = coordination, file.writable, !mount.center.presenters.isEmpty,
+           let path = volume.mountPath(of: file.item) {
+            let writer = file.coordinatedWriter.load(ordering: .relaxed)
+            mount.center.announce(.changed(path), by: writer == 0 ? nil : Purpose(rawValue: writer))
+        }
         if let fi { FUSEBridge.releaseHandle(fi.pointee.fh, as: OpenFile.self) }
         reply.ok()
     }
@@ -62,7 +126,11 @@ extension FUSEBridge {
 
     func fallocate(_ reply: consuming Reply, _ mode: CInt, _ offset: off_t, _ length: off_t, _ fi: UnsafeMutablePointer<fuse_file_info>?) {
         guard let file = FUSEBridge.file(fi) else { return reply.fail(Errno.badFileDescriptor) }
-        do { try file.allocate(mode: mode, offset: offset, length: length); reply.ok() } catch { reply.fail(error) }
+        coordinate(reply, RequestNames(), {
+            Coordination(claims: [Claim(target: coordination!.target(of: file.item), writing: [])], asksPresenters: false)
+        }) { reply, _ in
+            do { try file.allocate(mode: mode, offset: offset, length: length); reply.ok() } catch { reply.fail(error) }
+        }
     }
 
     /// LSEEK: SEEK_DATA and SEEK_HOLE answered by the backing file.
@@ -76,23 +144,36 @@ extension FUSEBridge {
         guard let source = FUSEBridge.file(inFI), let destination = FUSEBridge.file(outFI) else {
             return reply.fail(Errno.badFileDescriptor)
         }
-        do {
-            let n = try source.copyRange(from: inOffset, to: destination, at: outOffset, length: length, flags: UInt32(bitPattern: flags))
-            reply.written(n)
-        } catch {
-            reply.fail(error)
+        coordinate(reply, RequestNames(), {
+            Coordination(claims: [Claim(target: coordination!.target(of: source.item), reading: .withoutChanges),
+                                  Claim(target: coordination!.target(of: destination.item), writing: [])], asksPresenters: false)
+        }) { reply, _ in
+            do {
+                let n = try source.copyRange(from: inOffset, to: destination, at: outOffset, length: length, flags: UInt32(bitPattern: flags))
+                reply.written(n)
+            } catch {
+                reply.fail(error)
+            }
         }
     }
 
     // MARK: - Directories
 
+    /// OPENDIR: a short read without changes on the directory (a listing gives presenters
+    /// nothing to save); it waits only for writes of the directory itself or a subtree write.
     func opendir(_ reply: consuming Reply, _ ino: fuse_ino_t, _ fi: UnsafeMutablePointer<fuse_file_info>) {
         guard let item = node(ino) else { return reply.fail(Errno.noSuchFileOrDirectory) }
-        do {
-            fi.pointee.fh = FUSEBridge.retain(try volume.openDirectory(item))
-            reply.open(fi)
-        } catch {
-            reply.fail(error)
+        var info = fi.pointee
+        coordinate(reply, RequestNames(), {
+            Coordination(claims: [Claim(target: coordination!.target(of: item), reading: .withoutChanges)], asksPresenters: false)
+        }) { [self, info] reply, _ in
+            var info = info
+            do {
+                info.fh = FUSEBridge.retain(try volume.openDirectory(item))
+                reply.open(&info)
+            } catch {
+                reply.fail(error)
+            }
         }
     }
 
@@ -195,13 +276,31 @@ extension FUSEBridge {
         }
     }
 
+    /// A metadata-only write (reference coordination §8.4): the plan of xattr changes.
+    func changingMetadata(of item: Item) -> Coordination {
+        Coordination(claims: [Claim(target: coordination!.target(of: item), writing: .contentIndependentMetadataOnly)],
+                     event: volume.mountPath(of: item).map { .changed($0) })
+    }
+
     func setxattr(_ reply: consuming Reply, _ ino: fuse_ino_t, _ name: UnsafePointer<CChar>, _ value: UnsafeRawBufferPointer, _ flags: CInt) {
         guard let item = node(ino) else { return reply.fail(Errno.noSuchFileOrDirectory) }
-        do { try volume.setExtendedAttribute(item, name, value, flags: flags); reply.ok() } catch { reply.fail(error) }
+        if refusesBeforeWaiting(item) { return reply.fail(Errno.readOnlyFileSystem) }
+        let bytes = Array(value)  // small; the kernel's buffer dies with the callback
+        coordinate(reply, RequestNames(name), { changingMetadata(of: item) }) { [self] reply, names in
+            do {
+                try bytes.withUnsafeBytes { b in try volume.setExtendedAttribute(item, names.first, b, flags: flags) }
+                reply.ok()
+            } catch {
+                reply.fail(error)
+            }
+        }
     }
 
     func removexattr(_ reply: consuming Reply, _ ino: fuse_ino_t, _ name: UnsafePointer<CChar>) {
         guard let item = node(ino) else { return reply.fail(Errno.noSuchFileOrDirectory) }
-        do { try volume.removeExtendedAttribute(item, name); reply.ok() } catch { reply.fail(error) }
+        if refusesBeforeWaiting(item) { return reply.fail(Errno.readOnlyFileSystem) }
+        coordinate(reply, RequestNames(name), { changingMetadata(of: item) }) { [self] reply, names in
+            do { try volume.removeExtendedAttribute(item, names.first); reply.ok() } catch { reply.fail(error) }
+        }
     }
 }

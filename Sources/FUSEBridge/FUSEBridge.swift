@@ -24,9 +24,14 @@ public final class FUSEBridge: @unchecked Sendable {
     /// uncached passthrough.
     let fallbackTimeouts: CacheTimeouts
     let watcher: StoreWatcher?
+    /// Coordination of kernel requests; nil serves them uncoordinated (tests of the bridge).
+    public let coordination: MountCoordination?
+    let parkedRequests = ParkedRequests()
 
-    public init(volume: Volume, timeouts: CacheTimeouts, fallbackTimeouts: CacheTimeouts = CacheTimeouts(), watcher: StoreWatcher?) {
+    public init(volume: Volume, timeouts: CacheTimeouts, fallbackTimeouts: CacheTimeouts = CacheTimeouts(),
+                watcher: StoreWatcher?, coordination: MountCoordination?) {
         self.volume = volume
+        self.coordination = coordination
         self.coherentTimeouts = timeouts
         self.fallbackTimeouts = fallbackTimeouts
         self.watcher = watcher
@@ -128,8 +133,11 @@ public final class FUSEBridge: @unchecked Sendable {
         }
     }
 
+    /// SETATTR: a write; changing only mode, owner or access time is metadata-only (the
+    /// content modification date is content, reference coordination §3.2).
     func setattr(_ reply: consuming Reply, _ ino: fuse_ino_t, _ attr: stat, _ toSet: CInt, _ fi: UnsafeMutablePointer<fuse_file_info>?) {
         guard let item = node(ino) else { return reply.fail(Errno.noSuchFileOrDirectory) }
+        if refusesBeforeWaiting(item) { return reply.fail(Errno.readOnlyFileSystem) }
         var changes = AttributeChanges()
         if toSet & FUSE_SET_ATTR_MODE != 0 { changes.mode = attr.st_mode }
         if toSet & FUSE_SET_ATTR_UID != 0 { changes.uid = attr.st_uid }
@@ -139,11 +147,19 @@ public final class FUSEBridge: @unchecked Sendable {
         else if toSet & FUSE_SET_ATTR_ATIME != 0 { changes.accessTime = .set(attr.st_atim) }
         if toSet & FUSE_SET_ATTR_MTIME_NOW != 0 { changes.modificationTime = .now }
         else if toSet & FUSE_SET_ATTR_MTIME != 0 { changes.modificationTime = .set(attr.st_mtim) }
-        do {
-            let st = try volume.setAttributes(item, changes, handle: FUSEBridge.file(fi))
-            reply.attributes(st, timeout: timeouts.attributes)
-        } catch {
-            reply.fail(error)
+        let file = FUSEBridge.file(fi)
+        let contentChange = changes.size != nil || toSet & (FUSE_SET_ATTR_MTIME | FUSE_SET_ATTR_MTIME_NOW) != 0
+        coordinate(reply, RequestNames(), {
+            Coordination(claims: [Claim(target: coordination!.target(of: item),
+                                        writing: contentChange ? [] : .contentIndependentMetadataOnly)],
+                         event: volume.mountPath(of: item).map { .changed($0) })
+        }) { [self, changes] reply, _ in
+            do {
+                let st = try volume.setAttributes(item, changes, handle: file)
+                reply.attributes(st, timeout: timeouts.attributes)
+            } catch {
+                reply.fail(error)
+            }
         }
     }
 
@@ -154,59 +170,106 @@ public final class FUSEBridge: @unchecked Sendable {
 
     // MARK: - Creating and removing
 
+    /// The plan of a request that creates `name` in `parent`: a write ForReplacing on the
+    /// new name (something may be there by the time it runs), then `subitemDidAppear`.
+    func creating(_ name: UnsafePointer<CChar>, in parent: Item) -> Coordination {
+        Coordination(claims: [Claim(target: coordination!.target(of: name, in: parent), writing: .forReplacing)],
+                     namespace: true, event: volume.mountPath(of: name, in: parent).map { .appeared($0) })
+    }
+
+    /// The plan of a request that deletes `name` in `parent`: a write ForDeleting (a subtree
+    /// write for a directory), presenters accommodate the deletion, then `didDelete`.
+    func deleting(_ name: UnsafePointer<CChar>, in parent: Item) -> Coordination {
+        Coordination(claims: [Claim(target: coordination!.target(of: name, in: parent), writing: .forDeleting)],
+                     namespace: true, event: volume.mountPath(of: name, in: parent).map { .deleted($0) })
+    }
+
     func mknod(_ reply: consuming Reply, _ parent: fuse_ino_t, _ name: UnsafePointer<CChar>, _ mode: mode_t, _ rdev: dev_t) {
         guard let dir = node(parent) else { return reply.fail(Errno.noSuchFileOrDirectory) }
-        do {
-            let (item, st) = try volume.mknod(dir, name, mode: mode, device: rdev, caller: reply.caller)
-            reply.entry(item.inode, st, timeouts: timeouts)
-        } catch {
-            reply.fail(error)
+        if refusesBeforeWaiting(dir) { return reply.fail(Errno.readOnlyFileSystem) }
+        let caller = reply.caller
+        coordinate(reply, RequestNames(name), { creating(name, in: dir) }) { [self] reply, names in
+            do {
+                let (item, st) = try volume.mknod(dir, names.first, mode: mode, device: rdev, caller: caller)
+                reply.entry(item.inode, st, timeouts: timeouts)
+            } catch {
+                reply.fail(error)
+            }
         }
     }
 
     func mkdir(_ reply: consuming Reply, _ parent: fuse_ino_t, _ name: UnsafePointer<CChar>, _ mode: mode_t) {
         guard let dir = node(parent) else { return reply.fail(Errno.noSuchFileOrDirectory) }
-        do {
-            let (item, st) = try volume.mkdir(dir, name, mode: mode, caller: reply.caller)
-            reply.entry(item.inode, st, timeouts: timeouts)
-        } catch {
-            reply.fail(error)
+        if refusesBeforeWaiting(dir) { return reply.fail(Errno.readOnlyFileSystem) }
+        let caller = reply.caller
+        coordinate(reply, RequestNames(name), { creating(name, in: dir) }) { [self] reply, names in
+            do {
+                let (item, st) = try volume.mkdir(dir, names.first, mode: mode, caller: caller)
+                reply.entry(item.inode, st, timeouts: timeouts)
+            } catch {
+                reply.fail(error)
+            }
         }
     }
 
     func symlink(_ reply: consuming Reply, _ target: UnsafePointer<CChar>, _ parent: fuse_ino_t, _ name: UnsafePointer<CChar>) {
         guard let dir = node(parent) else { return reply.fail(Errno.noSuchFileOrDirectory) }
-        do {
-            let (item, st) = try volume.symlink(target, dir, name, caller: reply.caller)
-            reply.entry(item.inode, st, timeouts: timeouts)
-        } catch {
-            reply.fail(error)
+        if refusesBeforeWaiting(dir) { return reply.fail(Errno.readOnlyFileSystem) }
+        let caller = reply.caller
+        coordinate(reply, RequestNames(name, target), { creating(name, in: dir) }) { [self] reply, names in
+            do {
+                let (item, st) = try volume.symlink(names.second, dir, names.first, caller: caller)
+                reply.entry(item.inode, st, timeouts: timeouts)
+            } catch {
+                reply.fail(error)
+            }
         }
     }
 
     func link(_ reply: consuming Reply, _ ino: fuse_ino_t, _ newParent: fuse_ino_t, _ newName: UnsafePointer<CChar>) {
         guard let item = node(ino), let dir = node(newParent) else { return reply.fail(Errno.noSuchFileOrDirectory) }
-        do {
-            let (linked, st) = try volume.link(item, dir, newName)
-            reply.entry(linked.inode, st, timeouts: timeouts)
-        } catch {
-            reply.fail(error)
+        if refusesBeforeWaiting(dir) { return reply.fail(Errno.readOnlyFileSystem) }
+        coordinate(reply, RequestNames(newName), { creating(newName, in: dir) }) { [self] reply, names in
+            do {
+                let (linked, st) = try volume.link(item, dir, names.first)
+                reply.entry(linked.inode, st, timeouts: timeouts)
+            } catch {
+                reply.fail(error)
+            }
         }
     }
 
     func unlink(_ reply: consuming Reply, _ parent: fuse_ino_t, _ name: UnsafePointer<CChar>) {
         guard let dir = node(parent) else { return reply.fail(Errno.noSuchFileOrDirectory) }
-        do { try volume.unlink(dir, name); reply.ok() } catch { reply.fail(error) }
+        if refusesBeforeWaiting(dir) { return reply.fail(Errno.readOnlyFileSystem) }
+        coordinate(reply, RequestNames(name), { deleting(name, in: dir) }) { [self] reply, names in
+            do { try volume.unlink(dir, names.first); reply.ok() } catch { reply.fail(error) }
+        }
     }
 
     func rmdir(_ reply: consuming Reply, _ parent: fuse_ino_t, _ name: UnsafePointer<CChar>) {
         guard let dir = node(parent) else { return reply.fail(Errno.noSuchFileOrDirectory) }
-        do { try volume.rmdir(dir, name); reply.ok() } catch { reply.fail(error) }
+        if refusesBeforeWaiting(dir) { return reply.fail(Errno.readOnlyFileSystem) }
+        coordinate(reply, RequestNames(name), { deleting(name, in: dir) }) { [self] reply, names in
+            do { try volume.rmdir(dir, names.first); reply.ok() } catch { reply.fail(error) }
+        }
     }
 
+    /// RENAME: a write ForMoving on the source and ForReplacing on the destination, taken
+    /// together in canonical order (reference coordination §7), then `didMove`.
     func rename(_ reply: consuming Reply, _ parent: fuse_ino_t, _ name: UnsafePointer<CChar>,
                 _ newParent: fuse_ino_t, _ newName: UnsafePointer<CChar>, _ flags: UInt32) {
         guard let from = node(parent), let to = node(newParent) else { return reply.fail(Errno.noSuchFileOrDirectory) }
-        do { try volume.rename(from, name, to, newName, flags: flags); reply.ok() } catch { reply.fail(error) }
+        if refusesBeforeWaiting(from) || refusesBeforeWaiting(to) { return reply.fail(Errno.readOnlyFileSystem) }
+        coordinate(reply, RequestNames(name, newName), {
+            let source = coordination!.target(of: name, in: from), destination = coordination!.target(of: newName, in: to)
+            let event: PresenterEvent? = volume.mountPath(of: name, in: from).flatMap { old in
+                volume.mountPath(of: newName, in: to).map { .moved(from: old, to: $0) }
+            }
+            return Coordination(claims: [Claim(target: source, writing: .forMoving), Claim(target: destination, writing: .forReplacing)],
+                                namespace: true, event: event)
+        }) { [self] reply, names in
+            do { try volume.rename(from, names.first, to, names.second, flags: flags); reply.ok() } catch { reply.fail(error) }
+        }
     }
 }

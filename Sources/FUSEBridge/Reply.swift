@@ -15,8 +15,28 @@ import SystemPackage
 /// Sendable note: `fuse_req_t` is an opaque pointer libfuse lets any thread answer.
 public struct Reply: ~Copyable, @unchecked Sendable {
     let request: fuse_req_t
+    /// Told whether the answer was a success (a coordinated operation announces only what
+    /// it committed). Nil on the fast path. Unmanaged because `discard self` needs trivially
+    /// destroyed fields; the observer keeps the `Outcome` alive while the reply lives.
+    private var outcome: Unmanaged<Outcome>?
 
-    init(_ request: fuse_req_t) { self.request = request }
+    init(_ request: fuse_req_t) {
+        self.request = request
+        self.outcome = nil
+    }
+
+    /// Records whether the request was answered with success.
+    final class Outcome: @unchecked Sendable {
+        var value = false
+    }
+
+    consuming func observing(_ outcome: Outcome) -> Reply {
+        self.outcome = Unmanaged.passUnretained(outcome)
+        return self
+    }
+
+    @inline(__always)
+    private func succeeded() { outcome?.takeUnretainedValue().value = true }
 
     deinit {
         bridgeLogger.error("request left unanswered; replying EIO")
@@ -48,6 +68,7 @@ public struct Reply: ~Copyable, @unchecked Sendable {
     /// Success without data (unlink, rmdir, rename, release, fsync, setxattr, ...).
     consuming func ok() {
         fuse_reply_err(request, 0)
+        succeeded()
         discard self
     }
 
@@ -69,6 +90,7 @@ public struct Reply: ~Copyable, @unchecked Sendable {
         e.attr_timeout = timeouts.attributes
         e.entry_timeout = timeouts.entries
         fuse_reply_entry(request, &e)
+        succeeded()
         discard self
     }
 
@@ -79,12 +101,14 @@ public struct Reply: ~Copyable, @unchecked Sendable {
         e.ino = 0
         e.entry_timeout = timeouts.negative
         fuse_reply_entry(request, &e)
+        succeeded()
         discard self
     }
 
     consuming func attributes(_ attributes: stat, timeout: Double) {
         var st = attributes
         fuse_reply_attr(request, &st, timeout)
+        succeeded()
         discard self
     }
 
@@ -92,6 +116,7 @@ public struct Reply: ~Copyable, @unchecked Sendable {
 
     consuming func open(_ info: UnsafeMutablePointer<fuse_file_info>) {
         fuse_reply_open(request, info)
+        succeeded()
         discard self
     }
 
@@ -102,6 +127,7 @@ public struct Reply: ~Copyable, @unchecked Sendable {
         e.attr_timeout = timeouts.attributes
         e.entry_timeout = timeouts.entries
         fuse_reply_create(request, &e, info)
+        succeeded()
         discard self
     }
 
@@ -111,21 +137,25 @@ public struct Reply: ~Copyable, @unchecked Sendable {
     consuming func data(from fd: CInt, size: Int, offset: off_t) {
         let rc = cfuse_reply_fd_data(request, fd, size, offset)
         if rc != 0 { bridgeLogger.debug("reply data: \(rc)") }
+        succeeded()
         discard self
     }
 
     consuming func buffer(_ bytes: UnsafeRawBufferPointer) {
         fuse_reply_buf(request, bytes.baseAddress?.assumingMemoryBound(to: CChar.self), bytes.count)
+        succeeded()
         discard self
     }
 
     consuming func written(_ count: Int) {
         fuse_reply_write(request, count)
+        succeeded()
         discard self
     }
 
     consuming func xattrSize(_ size: Int) {
         fuse_reply_xattr(request, size)
+        succeeded()
         discard self
     }
 
@@ -135,17 +165,20 @@ public struct Reply: ~Copyable, @unchecked Sendable {
         bytes.withUnsafeBufferPointer { b in
             _ = fuse_reply_readlink(request, UnsafeRawPointer(b.baseAddress!).assumingMemoryBound(to: CChar.self))
         }
+        succeeded()
         discard self
     }
 
     consuming func fileSystem(_ figures: statvfs) {
         var sv = figures
         fuse_reply_statfs(request, &sv)
+        succeeded()
         discard self
     }
 
     consuming func offset(_ offset: off_t) {
         fuse_reply_lseek(request, offset)
+        succeeded()
         discard self
     }
 }

@@ -1,4 +1,5 @@
 import Glibc
+import Synchronization
 import SystemPackage
 
 /// An open file: a real (not `O_PATH`) descriptor on the backing file, and the item.
@@ -15,6 +16,9 @@ public final class OpenFile: @unchecked Sendable {
     public let writable: Bool
     /// Set when the descriptor has write access: its close echoes as IN_CLOSE_WRITE.
     private let ownChanges: OwnChanges?
+    /// The purpose (raw value) of the last coordinated write through this handle, 0 when
+    /// none: at release, presenters hear `didChange` from it (reference coordination §8.4).
+    public let coordinatedWriter = Atomic<UInt64>(0)
 
     init(fd: CInt, item: Item, direct: Bool, writable: Bool, accessMode: CInt, ownChanges: OwnChanges) {
         self.fd = fd

@@ -22,9 +22,10 @@ extension Volume {
         return result.reversed()
     }
 
-    /// The item's path relative to the mount (`containers/ID/Documents/a.txt`), from the
-    /// names it was last seen under; nil for the root.
-    public func relativePath(of item: Item) -> FilePath? {
+    /// The item's path as seen from the mount root (`/containers/ID/Documents/a.txt`), from
+    /// the names it was last seen under; nil for the root. Presenters and their events speak
+    /// these paths.
+    public func mountPath(of item: Item) -> FilePath? {
         var components: [FilePath.Component] = []
         var current: Item? = item
         while let i = current, !i.isVirtual {
@@ -34,13 +35,13 @@ extension Volume {
             current = parent
         }
         guard !components.isEmpty else { return nil }
-        return FilePath(root: nil, components.reversed())
+        return FilePath(root: "/", components.reversed())
     }
 
-    /// The relative path of `name` in `parent`.
-    public func relativePath(of name: UnsafePointer<CChar>, in parent: Item) -> FilePath? {
+    /// The mount path of `name` in `parent`.
+    public func mountPath(of name: UnsafePointer<CChar>, in parent: Item) -> FilePath? {
         guard let component = FilePath.Component(platformString: name) else { return nil }
-        guard let base = relativePath(of: parent) else { return FilePath(root: nil, [component]) }
+        guard let base = mountPath(of: parent) else { return FilePath(root: "/", [component]) }
         return base.appending(component)
     }
 

@@ -91,7 +91,7 @@ public enum Zone: Sendable, Equatable {
         }
     }
 
-    var isReadOnly: Bool {
+    public var isReadOnly: Bool {
         switch self {
         case .bundle, .layout(_, .bundle), .snapshots: return true
         default: return false

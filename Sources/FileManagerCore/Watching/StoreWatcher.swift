@@ -36,12 +36,15 @@ public final class StoreWatcher: @unchecked Sendable {
     private let running = Atomic<Bool>(true)
     /// False once a directory could not be watched.
     public let complete = Atomic<Bool>(true)
+    /// Told of each outside change by path, when it wants to be (presenters exist).
+    private let listener: (any StoreChangeListener)?
 
     static let mask: UInt32 = UInt32(IN_CREATE | IN_DELETE | IN_MOVED_FROM | IN_MOVED_TO | IN_CLOSE_WRITE | IN_ATTRIB)
         | UInt32(IN_ONLYDIR) | UInt32(IN_EXCL_UNLINK)  // no IN_DONT_FOLLOW: the path is our own /proc link to a directory descriptor
 
-    public init(volume: Volume, logger: Logger = Logger(label: "containerfs.watch")) throws {
+    public init(volume: Volume, listener: (any StoreChangeListener)? = nil, logger: Logger = Logger(label: "containerfs.watch")) throws {
         self.volume = volume
+        self.listener = listener
         self.logger = logger
         inotify = clinux_inotify_init()
         guard inotify >= 0 else { throw FileManagerError.system(Errno(rawValue: errno), "inotify") }
@@ -137,6 +140,9 @@ public final class StoreWatcher: @unchecked Sendable {
             if !volume.ownChanges.isOwnEntry(dir.inode, name) {
                 volume.notify { $0.entryChanged(parent: dir.inode, name: name) }
                 volume.notify { $0.itemChanged(dir.inode) }
+                if let listener, listener.wantsStoreChanges, let path = relativePath(dir, name) {
+                    listener.storeChanged(mask & UInt32(IN_CREATE | IN_MOVED_TO) != 0 ? .appeared(path) : .deleted(path))
+                }
             }
         }
         if mask & UInt32(IN_CLOSE_WRITE | IN_ATTRIB) != 0 {
@@ -145,6 +151,9 @@ public final class StoreWatcher: @unchecked Sendable {
             if !volume.ownChanges.isOwnItem(inode) {
                 volume.forgetCachedAttributes(inode)
                 volume.notify { $0.itemChanged(inode) }
+                if let listener, listener.wantsStoreChanges, let path = relativePath(dir, name) {
+                    listener.storeChanged(.changed(path))
+                }
             }
         }
     }
@@ -175,5 +184,25 @@ public final class StoreWatcher: @unchecked Sendable {
             volume.notify { $0.itemChanged(inode) }
         }
         volume.notify { $0.resync() }
+        listener?.storeChanged(.resync(nil))
     }
+
+    /// The mount path (rooted at the mount: `/containers/…`) of `name` in a watched directory: the directory's backing
+    /// path (from /proc) less the store's, with `trash/` folded away (`.Trash-UID` sits at
+    /// the mount root).
+    private func relativePath(_ dir: Watched, _ name: FilePath.Component) -> FilePath? {
+        guard let target = try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/fd/\(dir.fd)") else { return nil }
+        var path = FilePath(target)
+        guard path.removePrefix(volume.store.path) else { return nil }
+        path.root = "/"
+        if path.components.first?.string == "trash" { path = FilePath(root: "/", path.components.dropFirst()) }
+        return path.appending(name)
+    }
+}
+
+/// Hears of changes made to the store outside the mount, by mount-relative path.
+public protocol StoreChangeListener: Sendable {
+    /// Whether anyone would hear of it: computing paths costs a readlink per event.
+    var wantsStoreChanges: Bool { get }
+    func storeChanged(_ event: PresenterEvent)
 }

@@ -74,8 +74,13 @@ struct MountCommand: ParsableCommand {
             volume.registry.reconcile()
             volume.registry.purgeTemporaryItems(olderThan: 3 * 24 * 3600)
 
-            let watcher = try StoreWatcher(volume: volume)
-            let bridge = FUSEBridge(volume: volume, timeouts: options.timeouts, watcher: watcher)
+            let coordination = MountCoordination(volume: volume, contentDeadline: options.claimTimeout,
+                                                 namespaceDeadline: options.namespaceTimeout,
+                                                 presenterDeadline: options.presenterTimeout)
+            let clients = MountClients()
+            let watcher = try StoreWatcher(volume: volume,
+                                           listener: UncoordinatedChangeRouter(coordination: coordination, clients: clients))
+            let bridge = FUSEBridge(volume: volume, timeouts: options.timeouts, watcher: watcher, coordination: coordination)
             let session = FUSESession(bridge: bridge, mountPoint: mountPoint.string)
             let sessionOptions = FUSESession.Options(mountOptions: options.fuse, workerThreads: options.workerThreads,
                                                      idleThreads: options.idleThreads)
@@ -84,7 +89,8 @@ struct MountCommand: ParsableCommand {
             if let notifier { volume.addObserver(notifier) }
             watcher.start()
             let control = try ControlServer(path: Paths.controlSocket(store.path), logger: Logger(label: "containerfs.control"),
-                                            handler: DaemonRequests(volume: volume, mountPoint: mountPoint).handle)
+                                            handler: DaemonRequests(volume: volume, mountPoint: mountPoint,
+                                                                    coordination: coordination, clients: clients).handle)
             control.start()
             ready.succeed()
             session.run(options: sessionOptions)

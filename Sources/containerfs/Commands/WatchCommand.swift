@@ -29,7 +29,7 @@ struct WatchCommand: ParsableCommand {
             if !json { FileHandleOutput.standardError("watching \(target.absolute) (presenter \(id))\n") }
             while let push = client.nextPush() {
                 if let request = push.request {
-                    client.post("presenter.answer", ["request": "\(request)", "errno": "\(refuse)"])
+                    client.post("presenter.answer", ["presenter": "\(push.presenter ?? -1)", "request": "\(request)", "errno": "\(refuse)"])
                     print(push, json: json, mount: target.mountPoint)
                 } else {
                     print(push, json: json, mount: target.mountPoint)

@@ -8,6 +8,8 @@ import SystemPackage
 struct DaemonRequests: Sendable {
     let volume: Volume
     let mountPoint: FilePath
+    let coordination: MountCoordination
+    let clients: MountClients
 
     func handle(_ request: ControlRequest, _ connection: ControlConnection) -> ControlResponse {
         let caller = connection.caller
@@ -35,6 +37,46 @@ struct DaemonRequests: Sendable {
                 try volume.registry.remove(id)
                 announce(id)
                 return ControlResponse(id: request.id, ok: true)
+            case "presenter.register":
+                let path = try path(request.args["path"])
+                let id = try coordination.registerPresenter(path: path, connection: connection, clients: clients)
+                return ControlResponse(id: request.id, ok: true, result: ["presenter": "\(id)"])
+            case "presenter.unregister":
+                if let id = Int(request.args["presenter"] ?? "") { coordination.unregisterPresenter(id, clients: clients) }
+                return ControlResponse(id: request.id, ok: true)
+            case "presenter.list":
+                return ControlResponse(id: request.id, ok: true, items: coordination.listPresenters(for: caller, clients: clients))
+            case "presenter.answer":
+                coordination.answerPresenterRequest(presenter: Int(request.args["presenter"] ?? "") ?? -1,
+                                                    request: Int(request.args["request"] ?? "") ?? -1,
+                                                    errno: Int32(request.args["errno"] ?? "0") ?? 0, caller: caller, clients: clients)
+                return ControlResponse(id: request.id, ok: true)
+            case "claim":
+                let path = try path(request.args["path"])
+                let kinds: [String: CoordinatedWritingOptions] = [
+                    "deleting": .forDeleting, "moving": .forMoving, "replacing": .forReplacing,
+                    "merging": .forMerging, "metadata": .contentIndependentMetadataOnly,
+                ]
+                let timeout = request.args["timeout"].flatMap(Double.init).map { Duration.milliseconds(Int($0 * 1000)) }
+                let id: Int
+                if request.args["mode"] == "read" {
+                    id = try coordination.claim(path: path, reading: request.args["without-changes"] == "1" ? .withoutChanges : [],
+                                                writing: nil, timeout: timeout, connection: connection, clients: clients)
+                } else if request.args["mode"] == "write" {
+                    var options: CoordinatedWritingOptions = []
+                    if let kind = request.args["for"] {
+                        guard let o = kinds[kind] else { throw FileManagerError.invalidArgument("for: \(kind)") }
+                        options = o
+                    }
+                    id = try coordination.claim(path: path, reading: nil, writing: options, timeout: timeout,
+                                                connection: connection, clients: clients)
+                } else {
+                    throw FileManagerError.invalidArgument("mode: \(request.args["mode"] ?? "")")
+                }
+                return ControlResponse(id: request.id, ok: true, result: ["claim": "\(id)"])
+            case "release":
+                if let id = Int(request.args["claim"] ?? "") { coordination.release(id, clients: clients) }
+                return ControlResponse(id: request.id, ok: true)
             default:
                 return ControlResponse(id: request.id, ok: false, errno: EINVAL, error: "unknown operation \(request.op)")
             }
@@ -50,6 +92,16 @@ struct DaemonRequests: Sendable {
             throw .invalidArgument("\(raw ?? ""): not a valid bundle identifier (reverse-DNS: letters, digits, '-', at least two labels)")
         }
         return id
+    }
+
+    /// A mount-relative path, or an absolute one under this mount.
+    func path(_ raw: String?) throws(FileManagerError) -> FilePath {
+        guard let raw, !raw.isEmpty else { throw .invalidArgument("path: missing") }
+        var p = FilePath(raw)
+        if p.isAbsolute {
+            guard p.removePrefix(mountPoint) else { throw .invalidArgument("\(raw): not under \(mountPoint)") }
+        }
+        return p
     }
 
     private func announce(_ id: BundleIdentifier) {

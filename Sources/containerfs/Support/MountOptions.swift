@@ -13,6 +13,11 @@ struct MountOptions {
     var workerThreads = 8
     var idleThreads = 4
     var allowOther: Bool?
+    /// Coordination deadlines (reference coordination §8.7): content operations, namespace
+    /// operations (which hold the kernel's directory locks while they wait), presenters.
+    var claimTimeout: Duration = .seconds(30)
+    var namespaceTimeout: Duration = .seconds(5)
+    var presenterTimeout: Duration = .seconds(5)
     var defaultPermissions = true
 
     static let generic: Set<String> = ["defaults", "nofail", "auto", "noauto", "user", "users", "nouser", "_netdev", "owner", "group", "rw"]
@@ -35,6 +40,9 @@ struct MountOptions {
                 case "attr_timeout": timeouts.attributes = try Self.number(option, value)
                 case "entry_timeout": timeouts.entries = try Self.number(option, value)
                 case "negative_timeout": timeouts.negative = try Self.number(option, value)
+                case "claim_timeout": claimTimeout = .milliseconds(Int(try Self.number(option, value) * 1000))
+                case "namespace_timeout": namespaceTimeout = .milliseconds(Int(try Self.number(option, value) * 1000))
+                case "presenter_timeout": presenterTimeout = .milliseconds(Int(try Self.number(option, value) * 1000))
                 case "threads": workerThreads = Int(try Self.number(option, value))
                 case "idle_threads": idleThreads = Int(try Self.number(option, value))
                 default: fuse.append(option)
