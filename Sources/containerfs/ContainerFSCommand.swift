@@ -1,4 +1,5 @@
 import ArgumentParser
+import Glibc
 
 /// `containerfs`: mounts a store and manages what lives in it (SPEC §2).
 ///
@@ -18,4 +19,21 @@ struct ContainerFSCommand: ParsableCommand {
         ],
         defaultSubcommand: MountCommand.self
     )
+
+    /// SPEC §2's exit codes: 0 success, 1 failure, **2 usage error** (swift-argument-parser
+    /// answers usage errors with 64, EX_USAGE).
+    static func main() {
+        do {
+            var command = try parseAsRoot()
+            try command.run()
+        } catch {
+            let code = exitCode(for: error)
+            let message = fullMessage(for: error)
+            if !message.isEmpty {
+                FileHandleOutput.write(code == .success ? 1 : 2, message + "\n")
+            }
+            Glibc.exit(code == .validationFailure ? 2 : code.rawValue)
+        }
+        Glibc.exit(0)
+    }
 }

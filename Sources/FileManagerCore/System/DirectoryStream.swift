@@ -92,7 +92,14 @@ public final class DirectoryStream {
     }
 
     /// Opens the directory behind `dir` (an `O_PATH` descriptor is fine) for reading.
-    public static func open(_ dir: CInt) throws(Errno) -> DirectoryStream {
-        DirectoryStream(fd: try Syscall.openat(dir, ".", O_RDONLY | O_DIRECTORY))
+    ///
+    /// `touchingAccessTime` is for listings a caller asked for (readdir through the mount);
+    /// the daemon's own walks (watching, purging, copying) must leave the access time as the
+    /// user left it, as they would on ext4 (O_NOATIME, where the daemon may use it).
+    public static func open(_ dir: CInt, touchingAccessTime: Bool = false) throws(Errno) -> DirectoryStream {
+        if !touchingAccessTime, let fd = try? Syscall.openat(dir, ".", O_RDONLY | O_DIRECTORY | O_NOATIME) {
+            return DirectoryStream(fd: fd)
+        }
+        return DirectoryStream(fd: try Syscall.openat(dir, ".", O_RDONLY | O_DIRECTORY))
     }
 }

@@ -29,7 +29,7 @@ extension Volume {
     public func openDirectory(_ item: Item) throws(Errno) -> DirectoryHandle {
         guard item.isDirectory else { throw .notDirectory }
         if item.isVirtual { return DirectoryHandle(item: item, stream: nil, synthetic: rootEntries()) }
-        return DirectoryHandle(item: item, stream: try DirectoryStream.open(item.fd))
+        return DirectoryHandle(item: item, stream: try DirectoryStream.open(item.fd, touchingAccessTime: true))
     }
 
     /// The root lists `containers`, `snapshots` and every existing `.Trash-UID`.

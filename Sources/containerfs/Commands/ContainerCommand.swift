@@ -99,6 +99,12 @@ struct ContainerCommand: ParsableCommand {
             "preferences": "Library/Preferences", "tmp": "tmp",
         ]
 
+        func validate() throws {
+            guard directory == "bundle" || Self.relative[directory] != nil else {
+                throw ValidationError("unknown directory '\(directory)' (home, bundle, documents, inbox, library, application-support, caches, preferences, tmp)")
+            }
+        }
+
         func run() throws {
             try failing {
                 let id = try DaemonRequests.identifier(id)
@@ -111,10 +117,8 @@ struct ContainerCommand: ParsableCommand {
                 var path = FilePath(status.result?["mountPoint"] ?? "/").appending("containers/\(id)")
                 if directory == "bundle" {
                     path.append(id.bundleDirectoryName)
-                } else if let rel = Self.relative[directory] {
-                    if let rel { path.append(rel) }
-                } else {
-                    throw ValidationError("unknown directory '\(directory)'")
+                } else if let rel = Self.relative[directory], let rel {
+                    path.append(rel)
                 }
                 FileHandleOutput.standardOutput("\(path)\n")
             }
