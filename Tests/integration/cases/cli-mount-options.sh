@@ -71,7 +71,8 @@ fs_umount
 fs_mount -o auto_unmount
 pid=$(_daemon_pid "$M")
 kill -KILL "$pid"
-_wait_for 10 eval '! _is_mounted "$M"' || _fail "auto_unmount: still mounted 10 s after the daemon was killed"
+_wait_for 20 eval '! _is_mounted "$M"' ||
+    _fail "auto_unmount: still mounted 20 s after the daemon was killed; fusermount3 processes: $(ps -eo pid,ppid,stat,args | grep '[f]usermount3')"
 _ok "auto_unmount removed the mount after SIGKILL"
 wait "$pid" 2>/dev/null || true
 unset "_CFS_PID[$M]"
