@@ -77,6 +77,17 @@ _assert_exists "$M/containers/io.example.cli"
 _assert_errno EROFS fsop mkdir "$M/snapshots/x"
 _assert_errno EROFS fsop open "$M/snapshots/f" "O_WRONLY|O_CREAT"
 _assert_errno EROFS fsop chmod "$M/snapshots" 700
+_assert_errno EROFS fsop symlink /etc "$M/snapshots/l"
+_assert_errno EROFS fsop mknod "$M/snapshots/p" fifo 644
+_assert_errno EROFS fsop utimens "$M/snapshots" now now
+_assert_errno EROFS fsop chown "$M/snapshots" 0 0
+_assert_errno EROFS fsop setxattr "$M/snapshots" user.x 1
+_assert_errno EROFS fsop removexattr "$M/snapshots" user.x
+echo f >"$C/Documents/f"
+_assert_errno EROFS fsop rename "$C/Documents/f" "$M/snapshots/f"
+_assert_errno EROFS fsop link "$C/Documents/f" "$M/snapshots/f"
+_assert_errno EACCES fsop rmdir "$M/snapshots"
+_assert_errno EACCES fsop rename "$M/snapshots" "$M/snaps"
 
 # MARK: another user: a container of its own, its own trash only
 _assert_ok _as_user "$U1" fsop mkdir "$M/containers/org.user.app"

@@ -58,3 +58,16 @@ _assert_ok fsop rename "$B/Documents/dir" "$TEST_MNT/.Trash-0/files/dir"
 _assert_ok fsop rename "$TEST_MNT/.Trash-0/files/dir" "$B/Documents/dir"
 _assert_output "$dino" fsop stat "$B/Documents/dir" ino
 _assert_output "deep" cat "$B/Documents/dir/sub/x"
+
+# MARK: the same for a non-root user between two containers of its own
+_users
+_assert_ok _as_user "$U1" fsop mkdir "$TEST_MNT/containers/org.user.one"
+_assert_ok _as_user "$U1" fsop mkdir "$TEST_MNT/containers/org.user.two"
+U=$TEST_MNT/containers
+_assert_ok _as_user "$U1" sh -c "echo mine >'$U/org.user.one/Documents/f'; mkdir '$U/org.user.one/Documents/d'"
+_assert_errno EXDEV _as_user "$U1" fsop rename "$U/org.user.one/Documents/f" "$U/org.user.two/Documents/f"
+_assert_errno EXDEV _as_user "$U1" fsop rename "$U/org.user.one/Documents/d" "$U/org.user.two/tmp/d"
+_assert_errno EXDEV _as_user "$U1" fsop link "$U/org.user.one/Documents/f" "$U/org.user.two/Documents/f"
+_assert_ok _as_user "$U1" mv "$U/org.user.one/Documents/f" "$U/org.user.two/Documents/f"
+_assert_output "mine" cat "$U/org.user.two/Documents/f"
+_assert_output "$U1_UID" fsop stat "$U/org.user.two/Documents/f" uid

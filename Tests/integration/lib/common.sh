@@ -210,7 +210,9 @@ fs_mount_at() {
     mkdir -p "$store" "$mnt"
     _CFS_N=$((_CFS_N + 1))
     local log="$TEST_TMP/daemon.$_CFS_N.log"
-    "$CONTAINERFS" mount "$store" "$mnt" -f "$@" >"$log" 2>&1 &
+    # A daemon started from a terminal has SIGINT and SIGQUIT at their defaults; a script's
+    # `&` would have them ignored, and libfuse leaves ignored signals alone.
+    env --default-signal=INT,QUIT "$CONTAINERFS" mount "$store" "$mnt" -f "$@" >"$log" 2>&1 &
     local pid=$! i rc
     _CFS_PID[$mnt]=$pid
     _CFS_PIDS+=("$pid")

@@ -883,7 +883,7 @@ def _(t):
     t.dir("md", owner="me")
     t.dir("target", owner="me")
     t.changes("dir times", "me", [(t.p("md"), t.p("target", "md")), t.base, t.p("target")],
-              rename, t.p("md"), t.p("target", "md"), settle=0.1)
+              rename, t.p("md"), t.p("target", "md"), settle=0.5)
 
 
 @test("rename/permissions")

@@ -1,0 +1,58 @@
+# --version and --help; exit codes 0 success, 1 operation failed (message on stderr naming
+# the path and the reason, nothing on stdout), 2 usage error (SPEC §2).
+. "$(dirname "$0")/../lib/common.sh"
+
+_assert_exit 0 containerfs --version
+[[ $_OUT =~ ^[0-9]+\.[0-9]+(\.[0-9]+)? ]] || _fail "--version prints '$_OUT'"
+_assert_exit 0 containerfs --help
+for word in mount unmount container USAGE; do
+    [[ $_OUT == *"$word"* ]] || _fail "--help does not mention $word: $_OUT"
+done
+_assert_exit 0 containerfs help mount
+_assert_exit 0 containerfs mount --help
+for word in allow_other default_permissions ro auto_unmount fsname subtype -f; do
+    [[ $_OUT == *"$word"* ]] || _fail "mount --help does not mention $word"
+done
+_assert_exit 0 containerfs container --help
+for sub in create list remove path; do
+    _assert_exit 0 containerfs container "$sub" --help
+done
+_assert_exit 0 containerfs unmount --help
+
+# MARK: operation failed: 1, message on stderr naming the path and the reason, stdout empty
+check_failure() {   # check_failure NEEDLE CMD...
+    local needle=$1 out err rc=0
+    shift
+    out=$("$@" 2>"$TEST_TMP/err") || rc=$?
+    err=$(cat "$TEST_TMP/err")
+    ((rc == 1)) || _fail "$*: expected exit 1, got $rc"
+    [[ -z $out ]] || _fail "$*: printed on stdout: $out"
+    [[ $err == *"$needle"* ]] || _fail "$*: stderr does not name '$needle': $err"
+    [[ $err == *": "* ]] || _fail "$*: stderr gives no reason: $err"
+    _ok "$* -> 1: $err"
+}
+check_failure "$TEST_TMP/nowhere" containerfs mount "$TEST_STORE" "$TEST_TMP/nowhere"
+check_failure "$TEST_TMP/nowhere" containerfs unmount "$TEST_TMP/nowhere"
+check_failure "$TEST_MNT" containerfs unmount "$TEST_MNT"
+check_failure com.example.none containerfs container remove com.example.none --store "$TEST_STORE"
+check_failure bad_id containerfs container create bad_id --store "$TEST_STORE"
+
+# MARK: usage errors: 2 (every one is tried; all wrong ones are listed)
+wrong=()
+usage() {
+    local rc=0
+    "$@" >/dev/null 2>&1 || rc=$?
+    if ((rc == 2)); then _ok "$* -> 2"; else wrong+=("'$*' exits $rc"); fi
+}
+usage containerfs --no-such-flag
+usage containerfs mount
+usage containerfs mount a b c
+usage containerfs mount "$TEST_STORE" "$TEST_MNT" -o
+usage containerfs unmount
+usage containerfs unmount a b
+usage containerfs container create
+usage containerfs container list --no-such-flag
+usage containerfs container remove
+usage containerfs container frobnicate
+usage containerfs container path com.example.x --directory no-such-directory --store "$TEST_STORE"
+((${#wrong[@]} == 0)) || _fail "usage errors must exit 2: ${wrong[*]}"

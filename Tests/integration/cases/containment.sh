@@ -1,0 +1,107 @@
+# Nothing can make the daemon create or delete outside the store (SPEC §6: openat with
+# O_NOFOLLOW, never a path walk): `..` in names, bundle ids with dots, symlinks created
+# through the mount or planted in the store, a directory swapped for a symlink behind the
+# daemon's back, the CLI given `..`. Symlinks followed by the kernel on the caller's behalf
+# (a link to /etc opened through the mount) are fine and work.
+. "$(dirname "$0")/../lib/common.sh"
+fs_mount
+C=$(_mkcontainer com.example.contained)
+D=$C/Documents
+SD=$TEST_STORE/containers/com.example.contained/Documents
+OUT=$TEST_TMP/outside
+mkdir -p "$OUT/victim"
+echo precious >"$OUT/victim/file"
+snapshot_outside() { (cd "$TEST_TMP" && find outside -printf '%p %y %s %n\n' | sort); }
+before=$(snapshot_outside)
+etc_before=$(stat -c '%h %i %Y' /etc/passwd /etc/hostname)
+
+# MARK: `..` and dotted names
+_assert_errno EEXIST fsop mkdir "$TEST_MNT/containers/.."
+_assert_errno EACCES fsop mkdir "$TEST_MNT/containers/../escape"
+_assert_errno EINVAL fsop mkdir "$TEST_MNT/containers/a..b"
+_assert_errno EINVAL fsop mkdir "$TEST_MNT/containers/..com.example"
+_assert_errno EROFS fsop mkdir "$D/../../../snapshots/z"
+_assert_errno EACCES fsop mkdir "$D/../../../escape"
+_assert_errno EINVAL fsop mkdir "$D/../../escape"   # = containers/escape: not a bundle id
+for n in ..x x.. ...; do
+    _assert_ok fsop mkdir "$D/$n"
+    _assert_exists "$SD/$n"
+    _assert_ok fsop rmdir "$D/$n"
+done
+_assert_missing "$TEST_STORE/escape"
+_assert_missing "$TEST_STORE/containers/escape"
+_assert_missing "$TEST_MNT/escape"
+
+# MARK: symlinks made through the mount are stored as links, resolved by the kernel
+_assert_ok fsop symlink /etc "$D/etc"
+_assert_output "/etc" fsop readlink "$SD/etc"
+_assert_output "$(cat /etc/hostname)" cat "$D/etc/hostname"
+_assert_ok fsop symlink "$OUT/victim" "$D/victim"
+_assert_ok fsop symlink ../../../../../../../../etc "$D/climb"
+_assert_output "lnk" fsop lstat "$SD/climb" type
+# Removing or renaming the link never touches what it points to.
+_assert_ok fsop rename "$D/victim" "$D/victim2"
+_assert_ok fsop unlink "$D/victim2"
+_assert_ok rm -rf "$D/etc" "$D/climb"
+_assert_output "precious" cat "$OUT/victim/file"
+# Hard-linking a symlink links the symlink; following it to another file system is EXDEV.
+_assert_ok fsop symlink /etc/passwd "$D/pw"
+_assert_ok fsop link "$D/pw" "$D/pw2"
+_assert_output "lnk 2" fsop lstat "$D/pw2" type nlink
+_assert_errno EXDEV fsop link "$D/pw" "$D/pw3" follow
+
+# MARK: symlinks planted in the store: the daemon never follows them
+ln -s "$OUT/victim" "$SD/planted"
+ln -s "$OUT" "$TEST_STORE/containers/com.example.contained/Library/Caches/planted-cache"
+_assert_output "lnk" fsop lstat "$D/planted" type
+_assert_ok fsop unlink "$D/planted"
+_assert_output "precious" cat "$OUT/victim/file"
+_assert_ok rm -rf "$C/Library/Caches"/*
+
+# A directory the kernel holds, swapped for a symlink to the outside in the store: new
+# entries made through the kernel's handle land in the moved directory, never outside.
+mkdir "$D/held"
+"$PY" - "$D/held" "$SD" "$OUT/victim" <<'EOF'
+import os, sys
+sys.path.insert(0, os.environ["TEST_LIB"])
+from checks import *
+held, SD, victim = sys.argv[1:4]
+dfd = os.open(held, os.O_RDONLY | os.O_DIRECTORY)
+os.rename(os.path.join(SD, "held"), os.path.join(SD, "held.moved"))
+os.symlink(victim, os.path.join(SD, "held"))
+try:
+    fd = os.open("created", os.O_CREAT | os.O_WRONLY, 0o644, dir_fd=dfd); os.close(fd)
+except OSError:
+    pass
+try:
+    os.mkdir("made", dir_fd=dfd)
+except OSError:
+    pass
+try:
+    os.unlink("file", dir_fd=dfd)
+except OSError:
+    pass
+try:
+    os.rename("created", "renamed", src_dir_fd=dfd, dst_dir_fd=dfd)
+except OSError:
+    pass
+os.close(dfd)
+eq("nothing created in the symlink's target", sorted(os.listdir(victim)), ["file"])
+true("what was made went into the real directory", set(os.listdir(os.path.join(SD, "held.moved"))) <= {"renamed", "created", "made"})
+done()
+EOF
+_assert_output "precious" cat "$OUT/victim/file"
+
+# MARK: the CLI refuses ids that are paths
+_assert_exit 1 containerfs container create ../../escape --store "$TEST_STORE"
+_assert_exit 1 containerfs container create .. --store "$TEST_STORE"
+_assert_exit 1 containerfs container remove .. --store "$TEST_STORE"
+_assert_exit 1 containerfs container remove ../containers --store "$TEST_STORE"
+_assert_exit 1 containerfs container path ../../etc --store "$TEST_STORE"
+_assert_exists "$TEST_STORE/containers/com.example.contained"
+_assert_missing "$TEST_STORE/escape"
+_assert_missing "$TEST_TMP/escape"
+
+# Nothing outside the store changed.
+_assert_eq "$before" "$(snapshot_outside)" "the outside tree"
+_assert_eq "$etc_before" "$(stat -c '%h %i %Y' /etc/passwd /etc/hostname)" "/etc/passwd and /etc/hostname"
