@@ -83,8 +83,10 @@ public final class PresenterRegistry: Sendable {
     /// an access and may delay or refuse it; others are only told afterwards (SPEC §3).
     /// Register inside a coordinated read of the item to be sure not to miss a write that
     /// starts meanwhile (L89–91).
-    public func add(_ presenter: any FilePresenter, uid: UInt32 = getuid()) {
-        let purpose = self.purpose(of: presenter)
+    /// `purpose` overrides the presenter's own (a presenter of another process, registered
+    /// over the control socket, has that process's purpose).
+    public func add(_ presenter: any FilePresenter, uid: UInt32 = getuid(), purpose: Purpose? = nil) {
+        let purpose = purpose ?? self.purpose(of: presenter)
         let path = presenter.presentedItemURL.map(\.coordinationNormalized)
         let entry = Entry(id: nextEntryID.add(1, ordering: .relaxed).oldValue, presenter: presenter,
                           purpose: purpose, uid: uid, path: path)
