@@ -116,8 +116,8 @@ extension MountCoordination {
             throw FileManagerError(error.errno, path: relative.string)
         case .success(let access):
             // Readers' cached pages may have been written meanwhile: make later reads come to us.
-            if writing != nil, let item = volume.items.allInodes().first(where: { $0 == resolved.target.chain.last }) {
-                volume.notify { $0.itemChanged(item) }
+            if writing != nil, let inode = resolved.target.chain.last, volume.item(inode) != nil {
+                volume.notify { $0.itemChanged(inode) }
             }
             let id = clients.nextID.add(1, ordering: .relaxed).oldValue
             clients.claims.withLock { $0[id] = (access, pid) }
