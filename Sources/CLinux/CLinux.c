@@ -15,6 +15,7 @@
 #include <sys/syscall.h>
 #include <sys/xattr.h>
 #include <sys/inotify.h>
+#include <sys/eventfd.h>
 
 const int clinux_O_PATH = O_PATH;
 const int clinux_O_DIRECT = O_DIRECT;
@@ -107,3 +108,5 @@ int clinux_raise_nofile_limit(void)
 }
 
 int clinux_become_subreaper(void) { return prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0); }
+
+int clinux_eventfd(void) { return eventfd(0, EFD_CLOEXEC); }

@@ -30,7 +30,7 @@ extension FUSEBridge {
                 let file = try volume.open(item, flags: flags)
                 info.fh = FUSEBridge.retain(file)
                 if file.direct { cfuse_fi_set_direct_io(&info, 1) } else if isCoherent { cfuse_fi_set_keep_cache(&info, 1) }
-                reply.open(&info)
+                if !reply.open(&info) { FUSEBridge.releaseHandle(info.fh, as: OpenFile.self) }
             } catch {
                 reply.fail(error)
             }
@@ -49,7 +49,11 @@ extension FUSEBridge {
                 let (item, st, file) = try volume.create(dir, names.first, mode: mode, flags: info.flags, caller: caller)
                 info.fh = FUSEBridge.retain(file)
                 if file.direct { cfuse_fi_set_direct_io(&info, 1) } else if isCoherent { cfuse_fi_set_keep_cache(&info, 1) }
-                reply.create(item.inode, st, timeouts: timeouts, &info)
+                if !reply.create(item.inode, st, timeouts: timeouts, &info) {
+                    // The caller is gone (interrupted): no RELEASE or FORGET will come.
+                    FUSEBridge.releaseHandle(info.fh, as: OpenFile.self)
+                    volume.items.forget(item.inode, count: 1)
+                }
             } catch {
                 reply.fail(error)
             }
@@ -170,7 +174,10 @@ extension FUSEBridge {
             var info = info
             do {
                 info.fh = FUSEBridge.retain(try volume.openDirectory(item))
-                reply.open(&info)
+                // The listing may be cached while the watcher keeps it true (it invalidates
+                // the directory on every change made in the store).
+                if isCoherent { cfuse_fi_set_keep_cache(&info, 1); cfuse_fi_set_cache_readdir(&info, 1) }
+                if !reply.open(&info) { FUSEBridge.releaseHandle(info.fh, as: DirectoryHandle.self) }
             } catch {
                 reply.fail(error)
             }
@@ -208,12 +215,21 @@ extension FUSEBridge {
                         e.attr.st_ino = ino_t(entry.inode)
                         e.attr.st_mode = mode_t(entry.type) << 12
                     } else {
-                        guard let (item, st) = try? volume.lookup(dir.item, entry.name) else { return true }
-                        looked = item.inode
-                        e.ino = fuse_ino_t(item.inode)
-                        e.attr = st
-                        e.attr_timeout = timeouts.attributes
-                        e.entry_timeout = timeouts.entries
+                        do {
+                            let (item, st) = try volume.lookup(dir.item, entry.name)
+                            looked = item.inode
+                            e.ino = fuse_ino_t(item.inode)
+                            e.attr = st
+                            e.attr_timeout = timeouts.attributes
+                            e.entry_timeout = timeouts.entries
+                        } catch .noSuchFileOrDirectory {
+                            return true  // removed since the directory was read: not listed
+                        } catch {
+                            // Listed without attributes (node id 0: the kernel caches nothing
+                            // and looks it up later): never silently dropped.
+                            e.attr.st_ino = ino_t(entry.inode)
+                            e.attr.st_mode = mode_t(entry.type) << 12
+                        }
                     }
                     entrySize = fuse_add_direntry_plus(request, out, remaining, entry.name, &e, off_t(entry.nextOffset))
                     if entrySize > remaining {

@@ -79,7 +79,7 @@ public final class FUSEBridge: @unchecked Sendable {
         let capable = conn.pointee.capable
         for cap in [FUSE_CAP_SPLICE_WRITE, FUSE_CAP_SPLICE_MOVE, FUSE_CAP_SPLICE_READ, FUSE_CAP_READDIRPLUS,
                     FUSE_CAP_READDIRPLUS_AUTO, FUSE_CAP_PARALLEL_DIROPS, FUSE_CAP_ASYNC_DIO, FUSE_CAP_AUTO_INVAL_DATA,
-                    FUSE_CAP_ATOMIC_O_TRUNC] where capable & UInt32(cap) != 0 {
+                    FUSE_CAP_ATOMIC_O_TRUNC, FUSE_CAP_CACHE_SYMLINKS] where capable & UInt32(cap) != 0 {
             want |= UInt32(cap)
         }
         // Write-through: the kernel sends every write with its caller (coordination needs

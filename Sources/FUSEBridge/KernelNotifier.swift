@@ -24,6 +24,7 @@ public final class KernelNotifier: VolumeObserver, @unchecked Sendable {
     private let jobs = Mutex<[Job]>([])
     private let wakeup = DispatchSemaphore(value: 0)
     private let running = Atomic<Bool>(true)
+    private let finished = DispatchSemaphore(value: 0)
 
     init(session: OpaquePointer, volume: Volume) {
         self.session = session
@@ -33,9 +34,11 @@ public final class KernelNotifier: VolumeObserver, @unchecked Sendable {
         thread.start()
     }
 
+    /// Stops the thread and waits for it: after this, the session may be destroyed.
     public func stop() {
         running.store(false, ordering: .releasing)
         wakeup.signal()
+        finished.wait()
     }
 
     public func entryChanged(parent: UInt64, name: FilePath.Component) {
@@ -51,8 +54,10 @@ public final class KernelNotifier: VolumeObserver, @unchecked Sendable {
     }
 
     private func loop() {
+        defer { finished.signal() }
         while running.load(ordering: .acquiring) {
             wakeup.wait()
+            guard running.load(ordering: .acquiring) else { return }
             let batch = jobs.withLock { queue -> [Job] in
                 let taken = queue
                 queue.removeAll()

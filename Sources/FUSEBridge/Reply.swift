@@ -114,21 +114,28 @@ public struct Reply: ~Copyable, @unchecked Sendable {
 
     // MARK: - Handles
 
-    consuming func open(_ info: UnsafeMutablePointer<fuse_file_info>) {
-        fuse_reply_open(request, info)
+    /// False when the kernel no longer waits (the caller was interrupted): then no RELEASE
+    /// will come for this handle, and the caller must drop it (fuse_lowlevel.h).
+    @discardableResult
+    consuming func open(_ info: UnsafeMutablePointer<fuse_file_info>) -> Bool {
+        let rc = fuse_reply_open(request, info)
         succeeded()
         discard self
+        return rc != -ENOENT
     }
 
-    consuming func create(_ inode: UInt64, _ attributes: stat, timeouts: CacheTimeouts, _ info: UnsafeMutablePointer<fuse_file_info>) {
+    /// False when the kernel no longer waits: no RELEASE nor FORGET will come.
+    @discardableResult
+    consuming func create(_ inode: UInt64, _ attributes: stat, timeouts: CacheTimeouts, _ info: UnsafeMutablePointer<fuse_file_info>) -> Bool {
         var e = fuse_entry_param()
         e.ino = fuse_ino_t(inode)
         e.attr = attributes
         e.attr_timeout = timeouts.attributes
         e.entry_timeout = timeouts.entries
-        fuse_reply_create(request, &e, info)
+        let rc = fuse_reply_create(request, &e, info)
         succeeded()
         discard self
+        return rc != -ENOENT
     }
 
     // MARK: - Data

@@ -78,6 +78,9 @@ struct clinux_inotify_event {
     char name[];
 };
 
+/* MARK: eventfd (close-on-exec, for waking poll) */
+int clinux_eventfd(void);
+
 /* MARK: sockets */
 int clinux_accept_cloexec(int fd);
 int clinux_peer_credentials(int fd, uid_t *uid, gid_t *gid, pid_t *pid);

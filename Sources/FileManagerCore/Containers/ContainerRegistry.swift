@@ -45,7 +45,11 @@ public struct ContainerRegistry: Sendable {
                 try Syscall.fchmod(pathDescriptor: root, 0o700)
             }
             if let bundleSource {
-                try installBundle(from: bundleSource, into: root, name: id.bundleDirectoryName, caller: caller)
+                // Read with the caller's own permissions: the daemon must never copy in a host
+                // file its client could not read (DESIGN.md, decision 6).
+                try Credentials.withAccessChecks {
+                    try installBundle(from: bundleSource, into: root, name: id.bundleDirectoryName, caller: caller)
+                }
             }
             try Syscall.renameat2(store.stagingFD, staging, store.containersFD, id.rawValue, RENAME_NOREPLACE)
         } catch let error as FileManagerError {
@@ -69,8 +73,10 @@ public struct ContainerRegistry: Sendable {
         guard let last = source.lastComponent else { throw FileManagerError.invalidArgument(source.string) }
         let parentFD: CInt
         do {
-            parentFD = try (parent.isEmpty ? FilePath(".") : parent).withName { p throws(Errno) in
-                try Syscall.open(p, O_PATH | O_DIRECTORY)
+            parentFD = try Credentials.asCaller(caller) { () throws(Errno) in
+                try (parent.isEmpty ? FilePath(".") : parent).withName { p throws(Errno) in
+                    try Syscall.open(p, O_PATH | O_DIRECTORY)
+                }
             }
         } catch {
             throw FileManagerError(error, path: parent.string)
@@ -131,11 +137,13 @@ public struct ContainerRegistry: Sendable {
         var present = Set<String>()
         for name in names {
             guard let id = BundleIdentifier(name.string) else { continue }
+            // Only real directories are containers: a symlink planted in the store is ignored.
+            guard let st = try? name.withName({ p throws(Errno) in try Syscall.fstatat(store.containersFD, p) }),
+                  (st.st_mode & S_IFMT) == S_IFDIR else { continue }
             present.insert(id.rawValue)
             guard record(id) == nil else { continue }
-            let st = try? name.withName { p throws(Errno) in try Syscall.fstatat(store.containersFD, p) }
-            try? insert(ContainerRecord(id: id.rawValue, displayName: id.displayName, ownerUID: st?.st_uid ?? 0,
-                                        created: Double(st?.st_mtim.tv_sec ?? 0)))
+            try? insert(ContainerRecord(id: id.rawValue, displayName: id.displayName, ownerUID: st.st_uid,
+                                        created: Double(st.st_mtim.tv_sec)))
         }
         for r in list() where !present.contains(r.id) {
             _ = try? store.database.execute("DELETE FROM containers WHERE id = ?", [.text(r.id)])
@@ -149,9 +157,12 @@ public struct ContainerRegistry: Sendable {
         let cutoff = Double(time(nil)) - age
         var removed = 0
         for r in list() {
-            guard let tmp = try? "\(r.id)/tmp".withCString({ p throws(Errno) in
+            // One component at a time, never following a link (SPEC §6).
+            guard let container = try? r.id.withCString({ p throws(Errno) in
                 try Syscall.openat(store.containersFD, p, O_PATH | O_DIRECTORY | O_NOFOLLOW)
             }) else { continue }
+            defer { Syscall.close(container) }
+            guard let tmp = try? Syscall.openat(container, "tmp", O_PATH | O_DIRECTORY | O_NOFOLLOW) else { continue }
             defer { Syscall.close(tmp) }
             guard let stream = try? DirectoryStream.open(tmp), let names = try? stream.allNames() else { continue }
             for name in names {

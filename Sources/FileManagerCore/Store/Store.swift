@@ -1,3 +1,4 @@
+import Foundation
 import Glibc
 import SystemPackage
 
@@ -40,6 +41,13 @@ public final class Store: Sendable {
         if create {
             do { try Store.makeDirectories(self.path) } catch { throw FileManagerError(error, path: display) }
         }
+        // The store itself: searchable by everyone (the control socket lives in it), listable
+        // and writable only by its owner.
+        var own = stat()
+        if create, Glibc.lstat(display, &own) == 0, own.st_uid == geteuid(),
+           (own.st_mode & S_IFMT) == S_IFDIR, own.st_mode & 0o7777 == 0o755 {
+            _ = Glibc.chmod(display, 0o711)
+        }
         do {
             rootFD = try self.path.withName { p throws(Errno) in try Syscall.open(p, O_PATH | O_DIRECTORY) }
         } catch {
@@ -48,7 +56,10 @@ public final class Store: Sendable {
         do {
             let st = try Syscall.fstat(rootFD)
             device = UInt64(st.st_dev)
-            containersFD = try Store.subdirectory(rootFD, "containers", mode: 0o1777)
+            // Only the daemon writes here; users create containers through it (the mount
+            // reports the directory as 01777, see `Volume.attributes`). A world-writable
+            // directory in the store would let users plant symlinks the daemon then walks.
+            containersFD = try Store.subdirectory(rootFD, "containers", mode: 0o755)
             snapshotsFD = try Store.subdirectory(rootFD, "snapshots", mode: 0o755)
             trashFD = try Store.subdirectory(rootFD, "trash", mode: 0o755)
             stagingFD = try Store.subdirectory(rootFD, ".staging", mode: 0o700)
@@ -66,16 +77,15 @@ public final class Store: Sendable {
         for fd in [rootFD, containersFD, snapshotsFD, trashFD, stagingFD] { Syscall.close(fd) }
     }
 
+    /// Opens (making it if needed) one of the store's own directories, with exactly `mode`
+    /// (mkdir applies the umask; an older store may have looser modes): never a symlink.
     private static func subdirectory(_ dir: CInt, _ name: String, mode: mode_t) throws(Errno) -> CInt {
-        do {
-            try Syscall.mkdirat(dir, name, mode)
-            // mkdir applies the daemon's umask; the store's own directories want exact modes.
-            let fd = try Syscall.openat(dir, name, O_PATH | O_DIRECTORY | O_NOFOLLOW)
-            try Syscall.fchmod(pathDescriptor: fd, mode)
-            return fd
-        } catch .fileExists {
-            return try Syscall.openat(dir, name, O_PATH | O_DIRECTORY | O_NOFOLLOW)
+        do { try Syscall.mkdirat(dir, name, mode) } catch .fileExists {}
+        let fd = try Syscall.openat(dir, name, O_PATH | O_DIRECTORY | O_NOFOLLOW)
+        if let st = try? Syscall.fstat(fd), st.st_uid == geteuid(), st.st_mode & 0o7777 != mode {
+            try? Syscall.fchmod(pathDescriptor: fd, mode)
         }
+        return fd
     }
 
     private static func makeDirectories(_ path: FilePath) throws(Errno) {
@@ -108,9 +118,18 @@ public final class Store: Sendable {
             throw FileManagerError(error, path: path.appending(".lock").string)
         }
         if flock(fd, LOCK_EX | LOCK_NB) != 0 {
-            let holder = Store.readLockHolder(fd)
-            Syscall.close(fd)
-            throw .busy("\(path.string): store is already in use\(holder.map { " (\($0))" } ?? "")")
+            // A daemon whose mount is already gone is on its way out (a plain `umount`
+            // returns before the daemon exits): give it a moment rather than fail.
+            var held = true
+            for _ in 0..<60 where !Store.holderStillMounted(Store.readLockHolder(fd)) {
+                usleep(50_000)
+                if flock(fd, LOCK_EX | LOCK_NB) == 0 { held = false; break }
+            }
+            if held {
+                let holder = Store.readLockHolder(fd)
+                Syscall.close(fd)
+                throw .busy("\(path.string): store is already in use\(holder.map { " (\($0))" } ?? "")")
+            }
         }
         let text = "pid \(getpid())\(mountPoint.map { ", mounted at \($0)" } ?? "")\n"
         _ = ftruncate(fd, 0)
@@ -124,6 +143,17 @@ public final class Store: Sendable {
         defer { Syscall.close(fd) }
         if flock(fd, LOCK_SH | LOCK_NB) == 0 { flock(fd, LOCK_UN); return nil }
         return Store.readLockHolder(fd) ?? "locked"
+    }
+
+    /// Whether the mount point a lock holder recorded is still a mount (from mountinfo).
+    public static func holderStillMounted(_ holder: String?) -> Bool {
+        guard let holder, let range = holder.range(of: "mounted at ") else { return true }
+        let mountPoint = String(holder[range.upperBound...])
+        guard let text = try? String(contentsOfFile: "/proc/self/mountinfo", encoding: .utf8) else { return true }
+        return text.split(separator: "\n").contains { line in
+            let fields = line.split(separator: " ")
+            return fields.count > 4 && fields[4].replacingOccurrences(of: "\\040", with: " ") == mountPoint
+        }
     }
 
     private static func readLockHolder(_ fd: CInt) -> String? {

@@ -61,7 +61,7 @@ extension Credentials {
     /// `asCaller` inside it makes the kernel check the caller's permissions (reading a
     /// host file a client names, e.g. a bundle to install). Request handlers of the mount
     /// never need this: the kernel checked their callers already.
-    public static func withAccessChecks<R>(_ body: () throws -> R) rethrows -> R {
+    public static func withAccessChecks<R, E: Error>(_ body: () throws(E) -> R) throws(E) -> R {
         guard canSwitch else { return try body() }
         _ = clinux_clear_securebits()
         defer { _ = clinux_keep_caps_on_fsuid_change() }

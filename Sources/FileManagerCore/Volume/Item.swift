@@ -34,6 +34,9 @@ public final class Item: @unchecked Sendable {
         /// every write (file capabilities must be dropped on write), so the answer is kept.
         /// Cleared by any `security.*` change and by any change seen in the store.
         var knownWithoutCapability = false
+        /// Bumped by every forgetting of cached attributes, so a lookup racing a change
+        /// cannot re-learn a stale answer.
+        var attributeGeneration: UInt64 = 0
     }
     let state: Mutex<State>
 

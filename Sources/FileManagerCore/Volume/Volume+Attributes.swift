@@ -28,7 +28,10 @@ extension Volume {
     public func setAttributes(_ item: Item, _ changes: AttributeChanges, handle: OpenFile?) throws(Errno) -> stat {
         if item.isVirtual { throw .permissionDenied }
         try zone(of: item).checkModify()
-        ownChanges.expectItem(item.inode)
+        return try ownChanges.expectingItem(item.inode) { () throws(Errno) in try apply(changes, to: item, handle: handle) }
+    }
+
+    private func apply(_ changes: AttributeChanges, to item: Item, handle: OpenFile?) throws(Errno) -> stat {
         if changes.uid != nil || changes.gid != nil {
             try Syscall.fchown(pathDescriptor: item.fd, changes.uid ?? uid_t.max, changes.gid ?? gid_t.max)
         }

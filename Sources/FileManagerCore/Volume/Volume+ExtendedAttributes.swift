@@ -20,18 +20,27 @@ extension Volume {
     public func extendedAttribute(_ item: Item, _ name: UnsafePointer<CChar>, into buffer: UnsafeMutableRawBufferPointer) throws(Errno) -> Int {
         if item.isVirtual || !Volume.isSupportedName(name) { throw .noData }
         let capability = Volume.isCapabilityName(name)
+        let generation = item.state.withLock { $0.attributeGeneration }
         if capability && item.state.withLock({ $0.knownWithoutCapability }) { throw .noData }
         do {
             return try Syscall.getxattr(pathDescriptor: item.fd, name, buffer)
         } catch .noData where capability {
-            item.state.withLock { $0.knownWithoutCapability = true }
+            // Remembered only if nothing changed the attributes while we asked.
+            item.state.withLock { if $0.attributeGeneration == generation { $0.knownWithoutCapability = true } }
             throw .noData
         }
     }
 
     /// Drops what the volume remembers about an item's attributes (it changed in the store).
     public func forgetCachedAttributes(_ inode: UInt64) {
-        items.item(inode)?.state.withLock { $0.knownWithoutCapability = false }
+        if let item = items.item(inode) { forgetCachedAttributes(item) }
+    }
+
+    func forgetCachedAttributes(_ item: Item) {
+        item.state.withLock {
+            $0.knownWithoutCapability = false
+            $0.attributeGeneration &+= 1
+        }
     }
 
     /// The NUL-separated names, into `buffer` (size 0: just the size).
@@ -44,17 +53,17 @@ extension Volume {
         if item.isVirtual { throw .permissionDenied }
         try zone(of: item).checkModify()
         guard Volume.isSupportedName(name) else { throw .notSupported }
-        ownChanges.expectItem(item.inode)
-        if strncmp(name, "security.", 9) == 0 { item.state.withLock { $0.knownWithoutCapability = false } }
-        try Syscall.setxattr(pathDescriptor: item.fd, name, value, flags)
+        defer { if strncmp(name, "security.", 9) == 0 { forgetCachedAttributes(item) } }
+        if strncmp(name, "security.", 9) == 0 { forgetCachedAttributes(item) }
+        try ownChanges.expectingItem(item.inode) { () throws(Errno) in try Syscall.setxattr(pathDescriptor: item.fd, name, value, flags) }
     }
 
     public func removeExtendedAttribute(_ item: Item, _ name: UnsafePointer<CChar>) throws(Errno) {
         if item.isVirtual { throw .permissionDenied }
         try zone(of: item).checkModify()
         guard Volume.isSupportedName(name) else { throw .notSupported }
-        ownChanges.expectItem(item.inode)
-        if strncmp(name, "security.", 9) == 0 { item.state.withLock { $0.knownWithoutCapability = false } }
-        try Syscall.removexattr(pathDescriptor: item.fd, name)
+        defer { if strncmp(name, "security.", 9) == 0 { forgetCachedAttributes(item) } }
+        if strncmp(name, "security.", 9) == 0 { forgetCachedAttributes(item) }
+        try ownChanges.expectingItem(item.inode) { () throws(Errno) in try Syscall.removexattr(pathDescriptor: item.fd, name) }
     }
 }

@@ -59,10 +59,15 @@ extension Volume {
     /// Opens an existing file. Opening for writing (or with O_TRUNC) is a modification and
     /// is refused in the bundle and snapshots (EROFS) and in Inbox (EACCES).
     public func open(_ item: Item, flags: CInt) throws(Errno) -> OpenFile {
-        if item.isVirtual || item.isSymlink { throw item.isSymlink ? .tooManySymbolicLinkLevels : .isDirectory }
+        // The kernel opens FIFOs, sockets and devices itself; only a race with a change in
+        // the store could bring one here, and the daemon must never open one (a FIFO would
+        // block a worker, a device would hand a user the device).
+        guard item.isRegularFile else {
+            throw item.isDirectory ? .isDirectory : (item.isSymlink ? .tooManySymbolicLinkLevels : Errno(rawValue: ENXIO))
+        }
         let writable = (flags & O_ACCMODE) != O_RDONLY || (flags & O_TRUNC) != 0
         if writable { try zone(of: item).checkModify() }
-        let fd = try Syscall.reopen(item.fd, flags & ~Volume.strippedOpenFlags)
+        let fd = try Syscall.reopen(item.fd, (flags & ~Volume.strippedOpenFlags) | O_NONBLOCK)
         return OpenFile(fd: fd, item: item, direct: flags & O_DIRECT != 0, writable: writable,
                         accessMode: flags & O_ACCMODE, ownChanges: ownChanges)
     }
@@ -72,9 +77,20 @@ extension Volume {
     public func create(_ parent: Item, _ name: UnsafePointer<CChar>, mode: mode_t, flags: CInt, caller: Caller) throws(Errno) -> (Item, stat, OpenFile) {
         if strlen(name) > 255 { throw .fileNameTooLong }
         try zone(of: parent).checkCreate(name)
-        ownChanges.expectEntry(parent.inode, name)
-        let fd = try Credentials.asCaller(caller) { () throws(Errno) in
-            try Syscall.openat(parent.fd, name, (flags & ~(O_DIRECT | O_NOCTTY)) | O_CREAT | O_NOFOLLOW, mode)
+        let fd: CInt
+        do {
+            // Always exclusive: the kernel asks to create only a name it believes missing, so
+            // an existing item here means its cache was stale (a change in the store it has
+            // not been told of yet). Opening that item as the daemon would skip the caller's
+            // permission check and could open a FIFO (DESIGN.md, decision 21).
+            fd = try ownChanges.expectingEntry(parent.inode, name) { () throws(Errno) in
+                try Credentials.asCaller(caller) { () throws(Errno) in
+                    try Syscall.openat(parent.fd, name, (flags & ~(O_DIRECT | O_NOCTTY)) | O_CREAT | O_EXCL | O_NOFOLLOW, mode)
+                }
+            }
+        } catch .fileExists where flags & O_EXCL == 0 {
+            notify { $0.entryChanged(parent: parent.inode, name: FilePath.Component(platformString: name)!) }
+            return try openExisting(parent, name, flags: flags, caller: caller)
         }
         do {
             let (item, st) = try lookup(parent, name)
@@ -83,6 +99,28 @@ extension Volume {
             return (item, st, file)
         } catch {
             Syscall.close(fd)
+            throw error
+        }
+    }
+
+    /// `open(O_CREAT)` of a name that exists after all: opened as POSIX would, with the
+    /// caller's own permission check (capabilities dropped), and only if it is a regular file.
+    private func openExisting(_ parent: Item, _ name: UnsafePointer<CChar>, flags: CInt, caller: Caller) throws(Errno) -> (Item, stat, OpenFile) {
+        let (item, st) = try lookup(parent, name)
+        guard item.isRegularFile else {
+            items.forget(item.inode, count: 1)
+            throw .fileExists
+        }
+        let accessFlags = (flags & ~(O_CREAT | O_EXCL | O_DIRECT | O_NOCTTY)) | O_NONBLOCK
+        do {
+            if (flags & O_ACCMODE) != O_RDONLY || flags & O_TRUNC != 0 { try zone(of: item).checkModify() }
+            let fd = try Credentials.withAccessChecks { () throws(Errno) -> CInt in
+                try Credentials.asCaller(caller) { () throws(Errno) in try Syscall.reopen(item.fd, accessFlags) }
+            }
+            return (item, st, OpenFile(fd: fd, item: item, direct: flags & O_DIRECT != 0, writable: (flags & O_ACCMODE) != O_RDONLY,
+                                       accessMode: flags & O_ACCMODE, ownChanges: ownChanges))
+        } catch {
+            items.forget(item.inode, count: 1)
             throw error
         }
     }

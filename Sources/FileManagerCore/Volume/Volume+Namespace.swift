@@ -21,8 +21,9 @@ extension Volume {
         guard type == S_IFREG || type == S_IFIFO || type == S_IFSOCK || type == S_IFCHR || type == S_IFBLK || type == 0 else {
             throw .notPermitted
         }
-        ownChanges.expectEntry(parent.inode, name)
-        try Credentials.asCaller(caller) { () throws(Errno) in try Syscall.mknodat(parent.fd, name, mode, device) }
+        try ownChanges.expectingEntry(parent.inode, name) { () throws(Errno) in
+            try Credentials.asCaller(caller) { () throws(Errno) in try Syscall.mknodat(parent.fd, name, mode, device) }
+        }
         return try created(parent, name)
     }
 
@@ -48,8 +49,9 @@ extension Volume {
             return try lookup(parent, name)
         case let zone:
             try zone.checkCreate(name)
-            ownChanges.expectEntry(parent.inode, name)
-            try Credentials.asCaller(caller) { () throws(Errno) in try Syscall.mkdirat(parent.fd, name, mode) }
+            try ownChanges.expectingEntry(parent.inode, name) { () throws(Errno) in
+                try Credentials.asCaller(caller) { () throws(Errno) in try Syscall.mkdirat(parent.fd, name, mode) }
+            }
             return try created(parent, name)
         }
     }
@@ -57,8 +59,9 @@ extension Volume {
     /// `symlink`: the target is stored as given, never validated or followed.
     public func symlink(_ target: UnsafePointer<CChar>, _ parent: Item, _ name: UnsafePointer<CChar>, caller: Caller) throws(Errno) -> (Item, stat) {
         try zone(of: parent).checkCreate(name)
-        ownChanges.expectEntry(parent.inode, name)
-        try Credentials.asCaller(caller) { () throws(Errno) in try Syscall.symlinkat(target, parent.fd, name) }
+        try ownChanges.expectingEntry(parent.inode, name) { () throws(Errno) in
+            try Credentials.asCaller(caller) { () throws(Errno) in try Syscall.symlinkat(target, parent.fd, name) }
+        }
         return try created(parent, name)
     }
 
@@ -67,9 +70,11 @@ extension Volume {
     public func link(_ item: Item, _ newParent: Item, _ newName: UnsafePointer<CChar>) throws(Errno) -> (Item, stat) {
         if item.isDirectory { throw .notPermitted }
         try Zone.checkLink(item: zone(of: item), into: zone(of: newParent), name: newName)
-        ownChanges.expectEntry(newParent.inode, newName)
-        ownChanges.expectItem(item.inode)
-        try Syscall.link(pathDescriptor: item.fd, newParent.fd, newName)
+        try ownChanges.expectingEntry(newParent.inode, newName) { () throws(Errno) in
+            try ownChanges.expectingItem(item.inode) { () throws(Errno) in
+                try Syscall.link(pathDescriptor: item.fd, newParent.fd, newName)
+            }
+        }
         return try created(newParent, newName)
     }
 
@@ -81,15 +86,13 @@ extension Volume {
     /// `unlink` of one non-directory entry.
     public func unlink(_ parent: Item, _ name: UnsafePointer<CChar>) throws(Errno) {
         try checkRemoval(parent, name, directory: false)
-        ownChanges.expectEntry(parent.inode, name)
-        try Syscall.unlinkat(parent.fd, name, 0)
+        try ownChanges.expectingEntry(parent.inode, name) { () throws(Errno) in try Syscall.unlinkat(parent.fd, name, 0) }
     }
 
     /// `rmdir` of one empty directory.
     public func rmdir(_ parent: Item, _ name: UnsafePointer<CChar>) throws(Errno) {
         try checkRemoval(parent, name, directory: true)
-        ownChanges.expectEntry(parent.inode, name)
-        try Syscall.unlinkat(parent.fd, name, AT_REMOVEDIR)
+        try ownChanges.expectingEntry(parent.inode, name) { () throws(Errno) in try Syscall.unlinkat(parent.fd, name, AT_REMOVEDIR) }
     }
 
     private func checkRemoval(_ parent: Item, _ name: UnsafePointer<CChar>, directory: Bool) throws(Errno) {
@@ -129,9 +132,11 @@ extension Volume {
             try Zone.checkRename(item: replacedZone, from: destinationZone, to: sourceZone, replacing: itemZone,
                                  newName: name, exchange: true)
         }
-        ownChanges.expectEntry(parent.inode, name)
-        ownChanges.expectEntry(newParent.inode, newName)
-        try Syscall.renameat2(parent.fd, name, newParent.fd, newName, flags)
+        try ownChanges.expectingEntry(parent.inode, name) { () throws(Errno) in
+            try ownChanges.expectingEntry(newParent.inode, newName) { () throws(Errno) in
+                try Syscall.renameat2(parent.fd, name, newParent.fd, newName, flags)
+            }
+        }
 
         if let moved = items.item(UInt64(st.st_ino)) { relocate(moved, to: newParent, name: newName) }
         if exchange, let replaced, let other = items.item(UInt64(replaced.st_ino)) { relocate(other, to: parent, name: name) }

@@ -81,12 +81,33 @@ public final class Volume: Sendable {
         if name[0] == 0x2E && (name[1] == 0 || (name[1] == 0x2E && name[2] == 0)) {
             throw .noSuchFileOrDirectory  // the kernel resolves . and ..; never hand out a parent
         }
-        let st = try Syscall.fstatat(parent.fd, name)
-        guard UInt64(st.st_dev) == store.device else { throw .permissionDenied }  // a mount inside the store
-        let item = try remember(st, in: parent, name: name) { () throws(Errno) in
-            try Syscall.openat(parent.fd, name, O_PATH | O_NOFOLLOW)
+        // fstatat first: a name the kernel knows needs no new descriptor. A new item's
+        // descriptor is checked against what was stat'ed, so a name swapped meanwhile never
+        // pairs one inode's number with another's descriptor (retried a few times, then EIO).
+        for _ in 0..<4 {
+            let st = try Syscall.fstatat(parent.fd, name)
+            guard UInt64(st.st_dev) == store.device else { throw .permissionDenied }  // a mount inside the store
+            do {
+                let item = try remember(st, in: parent, name: name) { () throws(Errno) in
+                    try Volume.openMatching(st, parent.fd, name, O_PATH | O_NOFOLLOW)
+                }
+                return (item, st)
+            } catch .resourceTemporarilyUnavailable {
+                continue
+            }
         }
-        return (item, st)
+        throw .ioError
+    }
+
+    /// Opens `name` and checks it is the inode `st` describes; EAGAIN when it is not.
+    static func openMatching(_ st: stat, _ dir: CInt, _ name: UnsafePointer<CChar>, _ flags: CInt) throws(Errno) -> CInt {
+        let fd = try Syscall.openat(dir, name, flags)
+        guard let now = try? Syscall.fstat(fd), now.st_ino == st.st_ino, now.st_dev == st.st_dev,
+              (now.st_mode & S_IFMT) == (st.st_mode & S_IFMT) else {
+            Syscall.close(fd)
+            throw .resourceTemporarilyUnavailable
+        }
+        return fd
     }
 
     /// Adds a reference to the item for `st`, making it (with `open`) if it is new.
@@ -137,10 +158,14 @@ public final class Volume: Sendable {
         }
         let st = try Syscall.fstatat(dir, storeName)
         guard (st.st_mode & S_IFMT) == S_IFDIR else { throw .noSuchFileOrDirectory }
-        let item = try remember(st, in: root, name: name) { () throws(Errno) in
-            try Syscall.openat(dir, storeName, O_PATH | O_DIRECTORY | O_NOFOLLOW)
+        do {
+            let item = try remember(st, in: root, name: name) { () throws(Errno) in
+                try Volume.openMatching(st, dir, storeName, O_PATH | O_DIRECTORY | O_NOFOLLOW)
+            }
+            return (item, st)
+        } catch .resourceTemporarilyUnavailable {
+            throw .ioError
         }
-        return (item, st)
     }
 
     /// The uid in a `.Trash-UID` name, if `name` is one.
@@ -165,7 +190,9 @@ public final class Volume: Sendable {
     /// policy, not its mode, decides what else happens there.
     public func attributes(_ item: Item) throws(Errno) -> stat {
         if item.isVirtual { return rootAttributes() }
-        return try Syscall.fstat(item.fd)
+        var st = try Syscall.fstat(item.fd)
+        if case .containers = zone(of: item) { st.st_mode = S_IFDIR | 0o1777 }  // see DESIGN.md, decision 5
+        return st
     }
 
     func rootAttributes() -> stat {

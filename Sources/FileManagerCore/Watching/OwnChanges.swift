@@ -56,6 +56,35 @@ public final class OwnChanges: Sendable {
         }
     }
 
+    func withdrawEntry(_ directory: UInt64, _ name: UnsafePointer<CChar>) {
+        guard enabled.load(ordering: .relaxed), let component = FilePath.Component(platformString: name) else { return }
+        _ = entries.withLock { $0.removeValue(forKey: EntryKey(directory: directory, name: component)) }
+    }
+
+    func withdrawItem(_ inode: UInt64) {
+        guard enabled.load(ordering: .relaxed) else { return }
+        _ = items.withLock { $0.removeValue(forKey: inode) }
+    }
+
+    /// Runs a change of the entry `name` of `directory`, expecting its echo; a failed change
+    /// makes no echo, so its expectation is withdrawn (it would hide the next outside change).
+    func expectingEntry<R>(_ directory: UInt64, _ name: UnsafePointer<CChar>, _ body: () throws(Errno) -> R) throws(Errno) -> R {
+        expectEntry(directory, name)
+        do { return try body() } catch {
+            withdrawEntry(directory, name)
+            throw error
+        }
+    }
+
+    /// Runs a change of an item's attributes, expecting its echo (withdrawn on failure).
+    func expectingItem<R>(_ inode: UInt64, _ body: () throws(Errno) -> R) throws(Errno) -> R {
+        expectItem(inode)
+        do { return try body() } catch {
+            withdrawItem(inode)
+            throw error
+        }
+    }
+
     // MARK: - Matching (the watcher)
 
     /// Whether an entry event is the echo of an expected change (and consumes it).

@@ -1,4 +1,5 @@
 import CLinux
+import Dispatch
 import Foundation
 import Glibc
 import Logging
@@ -27,6 +28,11 @@ public final class StoreWatcher: @unchecked Sendable {
     struct Watched {
         let fd: CInt      // O_PATH descriptor of the directory
         let inode: UInt64
+        /// The watch of the directory holding this one, and the name it has there: an
+        /// O_PATH descriptor keeps a removed directory alive, so inotify never says
+        /// IN_IGNORED; the parent's IN_DELETE is what ends the watch.
+        var parent: CInt
+        var name: FilePath.Component?
     }
 
     private let volume: Volume
@@ -36,6 +42,9 @@ public final class StoreWatcher: @unchecked Sendable {
     private let running = Atomic<Bool>(true)
     /// False once a directory could not be watched.
     public let complete = Atomic<Bool>(true)
+    private var budget = 1024
+    /// `STORE/trash`: its entries (`.Trash-UID`) sit at the mount root, node 1.
+    private var trashInode: UInt64 = 0
     /// Told of each outside change by path, when it wants to be (presenters exist).
     private let listener: (any StoreChangeListener)?
 
@@ -48,19 +57,40 @@ public final class StoreWatcher: @unchecked Sendable {
         self.logger = logger
         inotify = clinux_inotify_init()
         guard inotify >= 0 else { throw FileManagerError.system(Errno(rawValue: errno), "inotify") }
+        var limit = rlimit()
+        getrlimit(__rlimit_resource_t(RLIMIT_NOFILE.rawValue), &limit)
+        // Each watched directory holds a descriptor: keep at most a quarter of the limit,
+        // leaving the rest to the items the kernel holds; past that, short timeouts.
+        budget = max(1024, Int(min(limit.rlim_cur, 4_000_000)) / 4)
+        trashInode = (try? Syscall.fstat(volume.store.trashFD)).map { UInt64($0.st_ino) } ?? 0
         for fd in [volume.store.containersFD, volume.store.trashFD, volume.store.snapshotsFD] {
-            watchTree(duplicate(fd))
+            watchTree(duplicate(fd), parent: -1, name: nil)
         }
         volume.ownChanges.enabled.store(true, ordering: .releasing)
     }
 
+    private let started = Atomic<Bool>(false)
+    /// An eventfd in the poll set, so that `stop` wakes the thread at once.
+    private let wakeFD: CInt = clinux_eventfd()
+    private let finished = DispatchSemaphore(value: 0)
+
     public func start() {
-        let thread = Thread { [self] in loop() }
+        started.store(true, ordering: .releasing)
+        let thread = Thread { [self] in
+            loop()
+            finished.signal()
+        }
         thread.name = "containerfs-watch"
         thread.start()
     }
 
-    public func stop() { running.store(false, ordering: .releasing) }
+    /// Stops the thread and waits for it (at most one poll interval).
+    public func stop() {
+        running.store(false, ordering: .releasing)
+        var one: UInt64 = 1
+        _ = write(wakeFD, &one, 8)
+        if started.load(ordering: .acquiring) { finished.wait() }
+    }
 
     public var watchCount: Int { watches.count }
 
@@ -71,8 +101,15 @@ public final class StoreWatcher: @unchecked Sendable {
     }
 
     /// Watches the directory behind `fd` (taken over) and every directory below it.
-    private func watchTree(_ fd: CInt) {
+    private func watchTree(_ fd: CInt, parent: CInt, name: FilePath.Component?) {
         guard fd >= 0 else { return }
+        guard watches.count < budget else {
+            if complete.exchange(false, ordering: .acquiringAndReleasing) {
+                logger.warning("more than \(budget) directories in the store; using short cache timeouts")
+            }
+            Syscall.close(fd)
+            return
+        }
         guard let st = try? Syscall.fstat(fd) else { Syscall.close(fd); return }
         let wd = (try? Syscall.withProcPath(fd) { path throws(Errno) in clinux_inotify_add_watch(inotify, path, Self.mask) }) ?? -1
         if wd < 0 {
@@ -82,17 +119,20 @@ public final class StoreWatcher: @unchecked Sendable {
             Syscall.close(fd)
             return
         }
-        if let old = watches[wd] {
-            // Already watched (a rescan): keep the old descriptor.
+        if watches[wd] != nil {
+            // Already watched (a rescan, or a directory moved): keep the descriptor, follow the move.
             Syscall.close(fd)
-            _ = old
+            if parent >= 0 { watches[wd]!.parent = parent; watches[wd]!.name = name }
         } else {
-            watches[wd] = Watched(fd: fd, inode: UInt64(st.st_ino))
+            watches[wd] = Watched(fd: fd, inode: UInt64(st.st_ino), parent: parent, name: name)
         }
-        guard let stream = try? DirectoryStream.open(fd) else { return }
+        let dirFD = watches[wd]!.fd
+        guard let stream = try? DirectoryStream.open(dirFD) else { return }
         while let entry = try? stream.next() {
             guard entry.type == UInt8(DT_DIR), !entry.isDotOrDotDot else { continue }
-            if let child = try? Syscall.openat(fd, entry.name, O_PATH | O_DIRECTORY | O_NOFOLLOW) { watchTree(child) }
+            if let child = try? Syscall.openat(dirFD, entry.name, O_PATH | O_DIRECTORY | O_NOFOLLOW) {
+                watchTree(child, parent: wd, name: FilePath.Component(platformString: entry.name))
+            }
         }
     }
 
@@ -102,10 +142,11 @@ public final class StoreWatcher: @unchecked Sendable {
         let size = 64 * 1024
         let buffer = UnsafeMutableRawPointer.allocate(byteCount: size, alignment: 8)
         defer { buffer.deallocate() }
-        var poller = pollfd(fd: inotify, events: Int16(POLLIN), revents: 0)
+        var pollers = [pollfd(fd: inotify, events: Int16(POLLIN), revents: 0),
+                       pollfd(fd: wakeFD, events: Int16(POLLIN), revents: 0)]
         while running.load(ordering: .acquiring) {
-            let ready = poll(&poller, 1, 500)
-            if ready <= 0 { continue }
+            let ready = poll(&pollers, 2, 1000)
+            if ready <= 0 || pollers[0].revents == 0 { continue }
             let n = read(inotify, buffer, size)
             if n <= 0 { continue }
             var offset = 0
@@ -116,6 +157,8 @@ public final class StoreWatcher: @unchecked Sendable {
                     ? FilePath.Component(platformString: UnsafeRawPointer(buffer + offset + 16).assumingMemoryBound(to: CChar.self))
                     : nil
                 handle(wd: event.pointee.wd, mask: event.pointee.mask, name: name)
+                if length > 0, event.pointee.mask & UInt32(IN_ISDIR) != 0,
+                   event.pointee.mask & UInt32(IN_DELETE) != 0, let name { unwatch(parent: event.pointee.wd, name: name) }
                 offset += 16 + length
             }
         }
@@ -132,14 +175,16 @@ public final class StoreWatcher: @unchecked Sendable {
             if mask & UInt32(IN_ATTRIB) != 0 { volume.notify { $0.itemChanged(dir.inode) } }
             return
         }
+        // `.Trash-UID` directories are entries of the mount root, not of `STORE/trash`.
+        let directoryNode = dir.inode == trashInode ? Volume.rootInode : dir.inode
         let entryMask = UInt32(IN_CREATE | IN_DELETE | IN_MOVED_FROM | IN_MOVED_TO)
         if mask & entryMask != 0 {
             if mask & UInt32(IN_ISDIR) != 0 && mask & UInt32(IN_CREATE | IN_MOVED_TO) != 0 {
                 watchNewDirectory(dir, name)
             }
             if !volume.ownChanges.isOwnEntry(dir.inode, name) {
-                volume.notify { $0.entryChanged(parent: dir.inode, name: name) }
-                volume.notify { $0.itemChanged(dir.inode) }
+                volume.notify { $0.entryChanged(parent: directoryNode, name: name) }
+                volume.notify { $0.itemChanged(directoryNode) }
                 if let listener, listener.wantsStoreChanges, let path = relativePath(dir, name) {
                     listener.storeChanged(mask & UInt32(IN_CREATE | IN_MOVED_TO) != 0 ? .appeared(path) : .deleted(path))
                 }
@@ -158,12 +203,22 @@ public final class StoreWatcher: @unchecked Sendable {
         }
     }
 
+    /// A watched directory was removed: end its watch and close its descriptor (the
+    /// descriptor would otherwise keep the removed directory, and its watch, alive).
+    private func unwatch(parent: CInt, name: FilePath.Component) {
+        guard let (wd, gone) = watches.first(where: { $0.value.parent == parent && $0.value.name == name }) else { return }
+        watches[wd] = nil
+        _ = clinux_inotify_rm_watch(inotify, wd)
+        Syscall.close(gone.fd)
+    }
+
     /// A directory appeared: watch it, then report what it already holds (made before the
     /// watch existed, the classic inotify race) so that no negative cache entry survives.
     private func watchNewDirectory(_ parent: Watched, _ name: FilePath.Component) {
         guard let fd = try? name.withName({ p throws(Errno) in try Syscall.openat(parent.fd, p, O_PATH | O_DIRECTORY | O_NOFOLLOW) }),
               let st = try? Syscall.fstat(fd) else { return }
-        watchTree(fd)
+        let parentWD = watches.first { $0.value.inode == parent.inode }?.key ?? -1
+        watchTree(fd, parent: parentWD, name: name)
         let inode = UInt64(st.st_ino)
         guard volume.item(inode) != nil, let stream = try? DirectoryStream.open(fd) else { return }
         while let entry = try? stream.next() {
@@ -177,7 +232,9 @@ public final class StoreWatcher: @unchecked Sendable {
     private func rescan() {
         logger.warning("inotify queue overflowed; rescanning the store")
         volume.ownChanges.reset()
-        for fd in [volume.store.containersFD, volume.store.trashFD, volume.store.snapshotsFD] { watchTree(duplicate(fd)) }
+        for fd in [volume.store.containersFD, volume.store.trashFD, volume.store.snapshotsFD] {
+            watchTree(duplicate(fd), parent: -1, name: nil)
+        }
         let inodes = volume.items.allInodes()
         for inode in inodes {
             volume.forgetCachedAttributes(inode)

@@ -84,20 +84,24 @@ struct MountCommand: ParsableCommand {
             let session = FUSESession(bridge: bridge, mountPoint: mountPoint.string)
             let sessionOptions = FUSESession.Options(mountOptions: options.fuse, workerThreads: options.workerThreads,
                                                      idleThreads: options.idleThreads)
+            // Everything that can fail comes before the mount: a failure after it would leave
+            // a dead mount ("transport endpoint is not connected").
+            let control = try ControlServer(path: Paths.controlSocket(store.path), logger: Logger(label: "containerfs.control"),
+                                            handler: DaemonRequests(volume: volume, mountPoint: mountPoint,
+                                                                    coordination: coordination, clients: clients).handle)
             try session.mount(options: sessionOptions)
             let notifier = session.makeNotifier()
             if let notifier { volume.addObserver(notifier) }
             watcher.start()
-            let control = try ControlServer(path: Paths.controlSocket(store.path), logger: Logger(label: "containerfs.control"),
-                                            handler: DaemonRequests(volume: volume, mountPoint: mountPoint,
-                                                                    coordination: coordination, clients: clients).handle)
             control.start()
             ready.succeed()
             session.run(options: sessionOptions)
+            // Order: no more requests, then no more changes, then no more notifications,
+            // and only then may the session go.
             control.stop()
             watcher.stop()
             notifier?.stop()
-            withExtendedLifetime(lock) {}
+            withExtendedLifetime((session, lock)) {}
         } catch {
             ready.fail("\(error)")
             throw error

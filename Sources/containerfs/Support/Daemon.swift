@@ -10,7 +10,7 @@ enum Daemon {
     static func start(store: FilePath, arguments: [String]) throws {
         // A quick, clear refusal before spawning anything.
         let opened = try Store(at: store)
-        if let holder = opened.lockHolder() {
+        if let holder = opened.lockHolder(), Store.holderStillMounted(holder) {
             throw CommandFailure("\(store): store is already in use (\(holder))")
         }
         let logFD = open(store.appending("daemon.log").string, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0o640)

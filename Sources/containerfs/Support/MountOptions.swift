@@ -11,7 +11,9 @@ struct MountOptions {
     /// made behind the mount (DESIGN.md, decision 14).
     var timeouts = CacheTimeouts(attributes: 60, entries: 60, negative: 60)
     var workerThreads = 8
-    var idleThreads = 4
+    /// Idle workers kept: none are torn down (libfuse's own advice; bursts would otherwise
+    /// create and destroy threads).
+    var idleThreads = Int(UInt32.max)
     var allowOther: Bool?
     /// Coordination deadlines (reference coordination §8.7): content operations, namespace
     /// operations (which hold the kernel's directory locks while they wait), presenters.
@@ -48,6 +50,12 @@ struct MountOptions {
                 default: fuse.append(option)
                 }
             }
+        }
+        // Without default_permissions nobody checks permissions: the daemon keeps its
+        // capabilities across fs-uid switches (DESIGN.md, decision 6) and has no `access`.
+        // A root daemon serving other users must not run that way.
+        if !defaultPermissions && (allowOther ?? (geteuid() == 0)) && geteuid() == 0 {
+            throw CommandFailure("-o nodefault_permissions: refused for a root daemon with allow_other (nobody would check permissions)")
         }
         if defaultPermissions { fuse.append("default_permissions") }
         // Root's mount serves every user (the kernel checks permissions); a user's mount
