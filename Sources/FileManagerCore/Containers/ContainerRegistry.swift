@@ -52,6 +52,8 @@ public struct ContainerRegistry: Sendable {
                 }
             }
             try Syscall.renameat2(store.stagingFD, staging, store.containersFD, id.rawValue, RENAME_NOREPLACE)
+            // Acknowledged means durable (SPEC §6): the new entry reaches the disk first.
+            store.syncDirectory(store.containersFD)
         } catch let error as FileManagerError {
             try? TreeRemoval.remove(store.stagingFD, staging)
             throw error

@@ -164,6 +164,13 @@ public final class Store: Sendable {
         return s.isEmpty ? nil : s
     }
 
+    /// fsync of one of the store's directories (after an entry appeared or vanished in it).
+    public func syncDirectory(_ dir: CInt) {
+        guard let fd = try? Syscall.openat(dir, ".", O_RDONLY | O_DIRECTORY) else { return }
+        _ = try? Syscall.fsync(fd, dataOnly: false)
+        Syscall.close(fd)
+    }
+
     /// Removes crash debris: anything left in `.staging/` was never made visible.
     public func clearStaging() {
         try? TreeRemoval.removeContents(of: stagingFD)
