@@ -76,6 +76,13 @@ extension FUSEBridge {
     func writeBuffer(_ reply: consuming Reply, _ buffers: UnsafeMutablePointer<fuse_bufvec>, _ offset: off_t,
                      _ fi: UnsafeMutablePointer<fuse_file_info>?) {
         guard let file = FUSEBridge.file(fi) else { return reply.fail(Errno.badFileDescriptor) }
+        // Page-cache writeback (pid 0) carries no writer and must never wait: a write failing
+        // at its deadline would lose acknowledged data. Its writer was coordinated at open.
+        if volume.kernelCachesWrites && reply.caller.pid == 0 {
+            let n = cfuse_write_buf_to_fd(buffers, file.fd, offset)
+            if n < 0 { return reply.fail(Errno(rawValue: CInt(-n))) }
+            return reply.written(n)
+        }
         if let mount = coordination, !mount.enterFastPath() {
             file.coordinatedWriter.store(mount.purposes.purpose(ofThread: reply.caller.pid).rawValue, ordering: .relaxed)
             return parkWrite(reply, buffers, offset, file, mount)

@@ -77,14 +77,21 @@ public final class FUSEBridge: @unchecked Sendable {
     func initialize(_ conn: UnsafeMutablePointer<fuse_conn_info>) {
         var want = conn.pointee.want
         let capable = conn.pointee.capable
-        for cap in [FUSE_CAP_SPLICE_WRITE, FUSE_CAP_SPLICE_MOVE, FUSE_CAP_SPLICE_READ, FUSE_CAP_READDIRPLUS,
+        // Splice for replies (reads go from the backing file to the kernel without a copy),
+        // not for requests: splicing write payloads in through a pipe cost more than it saved
+        // in the benchmark (see docs/PERFORMANCE.md).
+        for cap in [FUSE_CAP_SPLICE_WRITE, FUSE_CAP_READDIRPLUS,
                     FUSE_CAP_READDIRPLUS_AUTO, FUSE_CAP_PARALLEL_DIROPS, FUSE_CAP_ASYNC_DIO, FUSE_CAP_AUTO_INVAL_DATA,
                     FUSE_CAP_ATOMIC_O_TRUNC, FUSE_CAP_CACHE_SYMLINKS] where capable & UInt32(cap) != 0 {
             want |= UInt32(cap)
         }
-        // Write-through: the kernel sends every write with its caller (coordination needs
-        // the writer's identity; reference coordination.md §8.11).
-        want &= ~UInt32(FUSE_CAP_WRITEBACK_CACHE)
+        // Writeback caching (DESIGN.md, decision 22): writes land in the page cache and reach
+        // us later, without their writer; coordination then happens at open.
+        if volume.kernelCachesWrites && capable & UInt32(FUSE_CAP_WRITEBACK_CACHE) != 0 {
+            want |= UInt32(FUSE_CAP_WRITEBACK_CACHE)
+        } else {
+            want &= ~UInt32(FUSE_CAP_WRITEBACK_CACHE)
+        }
         conn.pointee.want = want
         conn.pointee.max_write = 1 << 20
         conn.pointee.max_readahead = 1 << 20

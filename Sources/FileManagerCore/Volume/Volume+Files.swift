@@ -56,6 +56,17 @@ extension Volume {
     /// would expose the backing file to unaligned caller buffers, O_NOCTTY is meaningless.
     static let strippedOpenFlags: CInt = O_CREAT | O_EXCL | O_NOCTTY | O_DIRECT
 
+    /// The flags of the backing descriptor for a caller's `flags`. With the kernel caching
+    /// writes, a write-only file must also be readable (the kernel reads pages it partly
+    /// overwrites) and O_APPEND is the kernel's business (it sends appends at their offset;
+    /// on the backing file O_APPEND would move every write to the end), as passthrough_ll does.
+    func backingFlags(_ flags: CInt) -> CInt {
+        guard kernelCachesWrites else { return flags }
+        var f = flags & ~O_APPEND
+        if f & O_ACCMODE == O_WRONLY { f = (f & ~O_ACCMODE) | O_RDWR }
+        return f
+    }
+
     /// Opens an existing file. Opening for writing (or with O_TRUNC) is a modification and
     /// is refused in the bundle and snapshots (EROFS) and in Inbox (EACCES).
     public func open(_ item: Item, flags: CInt) throws(Errno) -> OpenFile {
@@ -67,7 +78,7 @@ extension Volume {
         }
         let writable = (flags & O_ACCMODE) != O_RDONLY || (flags & O_TRUNC) != 0
         if writable { try zone(of: item).checkModify() }
-        let fd = try Syscall.reopen(item.fd, (flags & ~Volume.strippedOpenFlags) | O_NONBLOCK)
+        let fd = try Syscall.reopen(item.fd, backingFlags(flags & ~Volume.strippedOpenFlags) | O_NONBLOCK)
         return OpenFile(fd: fd, item: item, direct: flags & O_DIRECT != 0, writable: writable,
                         accessMode: flags & O_ACCMODE, ownChanges: ownChanges)
     }
@@ -85,7 +96,7 @@ extension Volume {
             // permission check and could open a FIFO (DESIGN.md, decision 21).
             fd = try ownChanges.expectingEntry(parent.inode, name) { () throws(Errno) in
                 try Credentials.asCaller(caller) { () throws(Errno) in
-                    try Syscall.openat(parent.fd, name, (flags & ~(O_DIRECT | O_NOCTTY)) | O_CREAT | O_EXCL | O_NOFOLLOW, mode)
+                    try Syscall.openat(parent.fd, name, backingFlags(flags & ~(O_DIRECT | O_NOCTTY)) | O_CREAT | O_EXCL | O_NOFOLLOW, mode)
                 }
             }
         } catch .fileExists where flags & O_EXCL == 0 {

@@ -97,14 +97,9 @@ extension Volume {
 
     private func checkRemoval(_ parent: Item, _ name: UnsafePointer<CChar>, directory: Bool) throws(Errno) {
         let parentZone = zone(of: parent)
-        switch parentZone {
-        case .contents, .trash, .inbox:
-            return  // no fixed children here: no need to look at the child
-        case .root:
-            if parent.isVirtual { throw .permissionDenied }
-        default:
-            break
-        }
+        if parent.isVirtual { throw .permissionDenied }
+        if parentZone.isReadOnly { throw .readOnlyFileSystem }
+        guard parentZone.hasSpecialChildren else { return }  // no need to look at the child
         let st = try Syscall.fstatat(parent.fd, name)
         let childZone = parentZone.child(named: name, isDirectory: (st.st_mode & S_IFMT) == S_IFDIR, key: UInt64(st.st_ino))
         try parentZone.checkRemove(child: childZone)
@@ -121,8 +116,12 @@ extension Volume {
         let destinationZone = zone(of: newParent)
         let st = try Syscall.fstatat(parent.fd, name)
         let itemZone = sourceZone.child(named: name, isDirectory: (st.st_mode & S_IFMT) == S_IFDIR, key: UInt64(st.st_ino))
+        // What the name replaces matters only where a standard directory could be there, or
+        // for an exchange: elsewhere the rename spares the system call.
         var replaced: stat?
-        do { replaced = try Syscall.fstatat(newParent.fd, newName) } catch .noSuchFileOrDirectory { replaced = nil }
+        if exchange || destinationZone.hasSpecialChildren {
+            do { replaced = try Syscall.fstatat(newParent.fd, newName) } catch .noSuchFileOrDirectory { replaced = nil }
+        }
         let replacedZone = replaced.map {
             destinationZone.child(named: newName, isDirectory: ($0.st_mode & S_IFMT) == S_IFDIR, key: UInt64($0.st_ino))
         }

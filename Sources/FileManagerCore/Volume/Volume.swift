@@ -27,8 +27,13 @@ public final class Volume: Sendable {
     /// The daemon's own pending changes, so their inotify echoes are not reported again.
     public let ownChanges = OwnChanges()
 
-    public init(store: Store, logger: Logger = Logger(label: "containerfs.volume")) {
+    /// The kernel caches writes (FUSE writeback cache): it may read back pages of a file
+    /// opened write-only, and it places appends itself.
+    public let kernelCachesWrites: Bool
+
+    public init(store: Store, kernelCachesWrites: Bool = false, logger: Logger = Logger(label: "containerfs.volume")) {
         self.store = store
+        self.kernelCachesWrites = kernelCachesWrites
         self.registry = ContainerRegistry(store: store)
         self.logger = logger
         root = Item(inode: Volume.rootInode, fd: -1, type: S_IFDIR, zone: .root, parent: nil, name: nil, epoch: 0)

@@ -105,6 +105,17 @@ public enum Zone: Sendable, Equatable {
         }
     }
 
+    /// Whether a child of this directory can be in a zone other than the directory's own
+    /// kind of contents (a standard directory, a container, the bundle): only then do
+    /// removal and rename need to look at the child before acting.
+    var hasSpecialChildren: Bool {
+        switch self {
+        case .contents, .trash, .inbox, .bundle, .snapshots: return false
+        case .layout(_, let d): return d == .documents || d == .library || d == .bundle
+        default: return true
+        }
+    }
+
     /// Whether this item itself may never be removed or renamed through the mount.
     var isFixed: Bool {
         switch self {

@@ -70,7 +70,7 @@ struct MountCommand: ParsableCommand {
             let store = try Store(at: storePath)
             let lock = try store.acquireLock(mountPoint: mountPoint.string)
             store.clearStaging()
-            let volume = Volume(store: store)
+            let volume = Volume(store: store, kernelCachesWrites: options.writeback)
             volume.registry.reconcile()
             volume.registry.purgeTemporaryItems(olderThan: 3 * 24 * 3600)
 

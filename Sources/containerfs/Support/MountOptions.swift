@@ -21,6 +21,8 @@ struct MountOptions {
     var namespaceTimeout: Duration = .seconds(5)
     var presenterTimeout: Duration = .seconds(5)
     var defaultPermissions = true
+    /// The kernel's writeback cache (DESIGN.md, decision 22): off by default, `-o writeback`.
+    var writeback = false
 
     static let generic: Set<String> = ["defaults", "nofail", "auto", "noauto", "user", "users", "nouser", "_netdev", "owner", "group", "rw"]
 
@@ -33,6 +35,8 @@ struct MountOptions {
                 switch key {
                 case _ where Self.generic.contains(key) || key.hasPrefix("x-") || key == "comment":
                     continue
+                case "writeback": writeback = true
+                case "nowriteback", "no_writeback": writeback = false
                 case "allow_other": allowOther = true
                 case "noallow_other": allowOther = false
                 case "default_permissions": defaultPermissions = true
