@@ -78,9 +78,9 @@ extension FUSEBridge {
 
     /// Runs `operation` now, or parks the request until `coordination()`'s claims are granted.
     /// `coordination` is only evaluated on the slow path (it resolves targets and paths).
-    func coordinate(_ reply: consuming Reply, _ names: RequestNames = RequestNames(),
+    func coordinate(_ reply: consuming Reply, _ names: RequestNames = RequestNames(), free: Bool = false,
                     _ coordination: () -> Coordination, _ operation: @escaping CoordinatedOperation) {
-        guard let mount = self.coordination else { return operation(reply, names) }
+        guard let mount = self.coordination, !free else { return operation(reply, names) }
         if mount.enterFastPath() {
             operation(reply, names)
             mount.leaveFastPath()
@@ -121,6 +121,12 @@ extension FUSEBridge {
     func interrupt(_ key: UInt64) {
         guard let mount = coordination, let ticket = parkedRequests.ticket(key) else { return }
         mount.cancel(ticket)
+    }
+
+    /// Reads of items whose content can never change through the mount (`snapshots/`, the
+    /// bundle) never wait for a claim (reference coordination §8.4).
+    func readsFreely(_ item: Item) -> Bool {
+        coordination?.isCoordinating == true && volume.zone(of: item).isReadOnly
     }
 
     /// Mutations under `snapshots/` and in the bundle answer EROFS before any waiting.

@@ -17,7 +17,8 @@ extension FUSEBridge {
         if writing && refusesBeforeWaiting(item) { return reply.fail(Errno.readOnlyFileSystem) }
         // The kernel's fuse_file_info lives until we answer; parked opens answer with a copy.
         var info = fi.pointee
-        coordinate(reply, RequestNames(), {
+        let free = !writing && readsFreely(item)
+        coordinate(reply, RequestNames(), free: free, {
             let target = coordination!.target(of: item)
             let merging = (flags & O_ACCMODE) == O_RDWR || (flags & O_APPEND) != 0
             let claim = writing ? Claim(target: target, writing: (flags & O_TRUNC) == 0 && merging ? .forMerging : [])
@@ -63,7 +64,7 @@ extension FUSEBridge {
     /// READ that reached the daemon (page-cache misses): a short read claim, no presenters.
     func read(_ reply: consuming Reply, _ size: Int, _ offset: off_t, _ fi: UnsafeMutablePointer<fuse_file_info>?) {
         guard let file = FUSEBridge.file(fi) else { return reply.fail(Errno.badFileDescriptor) }
-        coordinate(reply, RequestNames(), {
+        coordinate(reply, RequestNames(), free: !file.writable && readsFreely(file.item), {
             Coordination(claims: [Claim(target: coordination!.target(of: file.item), reading: .withoutChanges)], asksPresenters: false)
         }) { reply, _ in
             reply.data(from: file.fd, size: size, offset: offset)
@@ -175,7 +176,7 @@ extension FUSEBridge {
     func opendir(_ reply: consuming Reply, _ ino: fuse_ino_t, _ fi: UnsafeMutablePointer<fuse_file_info>) {
         guard let item = node(ino) else { return reply.fail(Errno.noSuchFileOrDirectory) }
         var info = fi.pointee
-        coordinate(reply, RequestNames(), {
+        coordinate(reply, RequestNames(), free: readsFreely(item), {
             Coordination(claims: [Claim(target: coordination!.target(of: item), reading: .withoutChanges)], asksPresenters: false)
         }) { [self, info] reply, _ in
             var info = info

@@ -53,6 +53,21 @@ public final class KernelNotifier: VolumeObserver, @unchecked Sendable {
         wakeup.signal()
     }
 
+    // Changes found by the store watcher are told to the kernel at once, from the watcher's
+    // thread (no request handler, no lock held): one thread hop fewer between an edit in the
+    // store and the kernel forgetting what it cached.
+    public func entryChangedOutside(parent: UInt64, name: FilePath.Component) {
+        guard volume.item(parent) != nil else { return }
+        name.withPlatformString { p in
+            _ = fuse_lowlevel_notify_inval_entry(session, fuse_ino_t(parent), p, strlen(p))
+        }
+    }
+
+    public func itemChangedOutside(_ inode: UInt64) {
+        guard volume.item(inode) != nil else { return }
+        _ = fuse_lowlevel_notify_inval_inode(session, fuse_ino_t(inode), 0, 0)
+    }
+
     private func loop() {
         defer { finished.signal() }
         while running.load(ordering: .acquiring) {

@@ -29,6 +29,7 @@ extension MountCoordination {
         var rooted = relative
         rooted.root = "/"
         let presenter = RemotePresenter(id: id, path: rooted, connection: connection)
+        presenter.registry = center.presenters
         beginDemand()
         clients.presenters.withLock { $0[id] = presenter }
         center.presenters.add(presenter, uid: connection.caller.uid,

@@ -20,6 +20,8 @@ public final class RemotePresenter: FilePresenter, @unchecked Sendable {
     private let queue: DispatchQueue
     private let pending = Mutex<[Int: @Sendable (PresenterReply) -> Void]>([:])
     private let nextRequest = Atomic<Int>(1)
+    /// The registry this presenter is in, for its current path (set once, at registration).
+    nonisolated(unsafe) weak var registry: PresenterRegistry?
 
     public init(id: Int, path: FilePath, connection: ControlConnection) {
         self.id = id
@@ -36,7 +38,8 @@ public final class RemotePresenter: FilePresenter, @unchecked Sendable {
     public func handle(_ request: PresenterRequest, reply: @escaping @Sendable (PresenterReply) -> Void) {
         let number = nextRequest.add(1, ordering: .relaxed).oldValue
         pending.withLock { $0[number] = reply }
-        var subject = request.subitemPath ?? path
+        // The registry follows the item across moves at once; notifications may lag behind.
+        var subject = request.subitemPath ?? registry?.presentedPath(of: self) ?? current.withLock { $0 ?? path }
         subject.root = nil
         let push = ControlPush(request: number, steps: Self.names(request.steps), presenter: id, path: subject.string)
         queue.async { [self] in

@@ -41,10 +41,8 @@ extension Volume {
             guard BundleIdentifier.isValid(bytes), let id = BundleIdentifier(String(decoding: bytes, as: UTF8.self)) else {
                 throw .invalidArgument
             }
-            do {
-                try registry.create(id, caller: caller)
-            } catch {
-                throw error.errno
+            try ownChanges.expectingEntry(parent.inode, name) { () throws(Errno) in
+                do { try registry.create(id, caller: caller) } catch let error as FileManagerError { throw error.errno } catch { throw .ioError }
             }
             return try lookup(parent, name)
         case let zone:

@@ -238,8 +238,15 @@ public protocol VolumeObserver: Sendable {
     func itemChanged(_ inode: UInt64)
     /// Changes may have been missed (inotify queue overflow): forget what you cached.
     func resync()
+    /// The same for changes found in the store by its watcher. Called only on the watcher's
+    /// own thread, never from a request handler and under no lock: an observer may act at
+    /// once (the kernel notifier does, so a reader's next system call sees the change).
+    func entryChangedOutside(parent: UInt64, name: FilePath.Component)
+    func itemChangedOutside(_ inode: UInt64)
 }
 
 extension VolumeObserver {
     public func resync() {}
+    public func entryChangedOutside(parent: UInt64, name: FilePath.Component) { entryChanged(parent: parent, name: name) }
+    public func itemChangedOutside(_ inode: UInt64) { itemChanged(inode) }
 }

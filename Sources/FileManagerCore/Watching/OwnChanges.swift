@@ -109,3 +109,15 @@ public final class OwnChanges: Sendable {
         items.withLock { $0.removeAll() }
     }
 }
+
+extension Volume {
+    /// Runs a change the daemon makes to the entry `name` of the directory `parent` outside
+    /// a kernel request (a CLI command), expecting its echo from the store watcher.
+    public func expectingOwnEntry(parent: UInt64, _ name: UnsafePointer<CChar>, _ body: () throws -> Void) throws {
+        ownChanges.expectEntry(parent, name)
+        do { try body() } catch {
+            ownChanges.withdrawEntry(parent, name)
+            throw error
+        }
+    }
+}

@@ -156,15 +156,21 @@ public final class StoreWatcher: @unchecked Sendable {
                 let name: FilePath.Component? = length > 0
                     ? FilePath.Component(platformString: UnsafeRawPointer(buffer + offset + 16).assumingMemoryBound(to: CChar.self))
                     : nil
-                handle(wd: event.pointee.wd, mask: event.pointee.mask, name: name)
+                handle(wd: event.pointee.wd, mask: event.pointee.mask, cookie: event.pointee.cookie, name: name)
                 if length > 0, event.pointee.mask & UInt32(IN_ISDIR) != 0,
                    event.pointee.mask & UInt32(IN_DELETE) != 0, let name { unwatch(parent: event.pointee.wd, name: name) }
                 offset += 16 + length
             }
+            // A move out of the store (or whose other half was lost) is a deletion.
+            for (_, from) in movedFrom { listener?.storeChanged(.deleted(from)) }
+            movedFrom.removeAll()
         }
     }
 
-    private func handle(wd: CInt, mask: UInt32, name: FilePath.Component?) {
+    /// MOVED_FROM halves waiting for their MOVED_TO (same cookie), by cookie.
+    private var movedFrom: [UInt32: FilePath] = [:]
+
+    private func handle(wd: CInt, mask: UInt32, cookie: UInt32, name: FilePath.Component?) {
         if mask & UInt32(IN_Q_OVERFLOW) != 0 { return rescan() }
         if mask & UInt32(IN_IGNORED) != 0 {
             if let gone = watches.removeValue(forKey: wd) { Syscall.close(gone.fd) }
@@ -183,10 +189,16 @@ public final class StoreWatcher: @unchecked Sendable {
                 watchNewDirectory(dir, name)
             }
             if !volume.ownChanges.isOwnEntry(dir.inode, name) {
-                volume.notify { $0.entryChanged(parent: directoryNode, name: name) }
-                volume.notify { $0.itemChanged(directoryNode) }
+                volume.notify { $0.entryChangedOutside(parent: directoryNode, name: name) }
+                volume.notify { $0.itemChangedOutside(directoryNode) }
                 if let listener, listener.wantsStoreChanges, let path = relativePath(dir, name) {
-                    listener.storeChanged(mask & UInt32(IN_CREATE | IN_MOVED_TO) != 0 ? .appeared(path) : .deleted(path))
+                    if mask & UInt32(IN_MOVED_FROM) != 0 {
+                        movedFrom[cookie] = path
+                    } else if mask & UInt32(IN_MOVED_TO) != 0, let from = movedFrom.removeValue(forKey: cookie) {
+                        listener.storeChanged(.moved(from: from, to: path))
+                    } else {
+                        listener.storeChanged(mask & UInt32(IN_CREATE | IN_MOVED_TO) != 0 ? .appeared(path) : .deleted(path))
+                    }
                 }
             }
         }
@@ -195,7 +207,7 @@ public final class StoreWatcher: @unchecked Sendable {
             let inode = UInt64(st.st_ino)
             if !volume.ownChanges.isOwnItem(inode) {
                 volume.forgetCachedAttributes(inode)
-                volume.notify { $0.itemChanged(inode) }
+                volume.notify { $0.itemChangedOutside(inode) }
                 if let listener, listener.wantsStoreChanges, let path = relativePath(dir, name) {
                     listener.storeChanged(.changed(path))
                 }

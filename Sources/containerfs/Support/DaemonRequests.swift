@@ -25,15 +25,17 @@ struct DaemonRequests: Sendable {
             case "container.create":
                 let id = try Self.identifier(request.args["id"])
                 let bundle = request.args["bundle"].map { FilePath($0) }
-                try volume.registry.create(id, caller: caller, bundleSource: bundle)
+                try expectingContainerEntry(id) { try volume.registry.create(id, caller: caller, bundleSource: bundle) }
                 announce(id)
+                coordination.center.announce(.appeared(FilePath("/containers/\(id)")), by: coordination.purposes.purpose(ofThread: caller.pid))
                 return ControlResponse(id: request.id, ok: true, result: ["path": mountPoint.appending("containers/\(id)").string])
             case "container.remove":
                 let id = try Self.identifier(request.args["id"])
                 guard let record = volume.registry.record(id) else { throw FileManagerError.noSuchItem("containers/\(id)") }
                 guard caller.isRoot || caller.uid == record.ownerUID else { throw FileManagerError.permissionDenied("containers/\(id)") }
-                try volume.registry.remove(id)
+                try expectingContainerEntry(id) { try volume.registry.remove(id) }
                 announce(id)
+                coordination.center.announce(.deleted(FilePath("/containers/\(id)")), by: coordination.purposes.purpose(ofThread: caller.pid))
                 return ControlResponse(id: request.id, ok: true)
             case "presenter.register":
                 let path = try path(request.args["path"])
@@ -90,6 +92,14 @@ struct DaemonRequests: Sendable {
             throw .invalidArgument("\(raw ?? ""): not a valid bundle identifier (reverse-DNS: letters, digits, '-', at least two labels)")
         }
         return id
+    }
+
+    /// Runs a change of `containers/ID` made by the daemon itself, so that its echo from the
+    /// store watcher is not reported again as an outside change.
+    private func expectingContainerEntry(_ id: BundleIdentifier, _ body: () throws -> Void) throws {
+        try id.rawValue.withCString { name in
+            try volume.expectingOwnEntry(parent: volume.containersInode, name) { try body() }
+        }
     }
 
     /// A mount-relative path, or an absolute one under this mount.
