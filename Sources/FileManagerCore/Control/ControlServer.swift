@@ -28,19 +28,9 @@ public final class ControlServer: @unchecked Sendable {
         unlink(path)
         let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         guard fd >= 0 else { throw FileManagerError.system(Errno(rawValue: errno), path) }
-        var address = sockaddr_un()
-        address.sun_family = sa_family_t(AF_UNIX)
-        let bytes = Array(path.utf8)
-        guard bytes.count < MemoryLayout.size(ofValue: address.sun_path) else {
+        guard let rc = UnixSocketAddress.with(path, { bind(fd, $0, $1) }) else {
             close(fd)
             throw FileManagerError.nameTooLong(path)
-        }
-        withUnsafeMutableBytes(of: &address.sun_path) { raw in
-            raw.copyBytes(from: bytes)
-            raw[bytes.count] = 0
-        }
-        let rc = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
         }
         guard rc == 0, listen(fd, 64) == 0 else {
             let e = errno
@@ -133,18 +123,7 @@ public final class ControlClient: @unchecked Sendable {
     public init?(path: String) {
         let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         guard fd >= 0 else { return nil }
-        var address = sockaddr_un()
-        address.sun_family = sa_family_t(AF_UNIX)
-        let bytes = Array(path.utf8)
-        guard bytes.count < MemoryLayout.size(ofValue: address.sun_path) else { close(fd); return nil }
-        withUnsafeMutableBytes(of: &address.sun_path) { raw in
-            raw.copyBytes(from: bytes)
-            raw[bytes.count] = 0
-        }
-        let rc = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
-        }
-        guard rc == 0 else { close(fd); return nil }
+        guard UnixSocketAddress.with(path, { connect(fd, $0, $1) }) == 0 else { close(fd); return nil }
         self.fd = fd
     }
 
@@ -212,5 +191,23 @@ public final class ControlClient: @unchecked Sendable {
         guard var data = try? JSONEncoder().encode(request) else { return }
         data.append(10)
         data.withUnsafeBytes { raw in _ = Glibc.send(fd, raw.baseAddress, raw.count, Int32(MSG_NOSIGNAL)) }
+    }
+}
+
+/// A Unix socket address for `bind` and `connect`.
+enum UnixSocketAddress {
+    /// Calls `body` with the address of `path`; nil when the path does not fit (108 bytes).
+    static func with(_ path: String, _ body: (UnsafePointer<sockaddr>, socklen_t) -> CInt) -> CInt? {
+        var address = sockaddr_un()
+        address.sun_family = sa_family_t(AF_UNIX)
+        let bytes = Array(path.utf8)
+        guard bytes.count < MemoryLayout.size(ofValue: address.sun_path) else { return nil }
+        withUnsafeMutableBytes(of: &address.sun_path) { raw in
+            raw.copyBytes(from: bytes)
+            raw[bytes.count] = 0
+        }
+        return withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { body($0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+        }
     }
 }
