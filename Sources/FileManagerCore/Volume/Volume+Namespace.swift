@@ -97,7 +97,7 @@ extension Volume {
         let parentZone = zone(of: parent)
         if parent.isVirtual { throw .permissionDenied }
         if parentZone.isReadOnly { throw .readOnlyFileSystem }
-        guard parentZone.hasSpecialChildren else { return }  // no need to look at the child
+        guard parentZone.mayHaveSpecialChild(named: name) else { return }  // no need to look at the child
         let st = try Syscall.fstatat(parent.fd, name)
         let childZone = parentZone.child(named: name, isDirectory: (st.st_mode & S_IFMT) == S_IFDIR, key: UInt64(st.st_ino))
         try parentZone.checkRemove(child: childZone)
@@ -117,7 +117,7 @@ extension Volume {
         // What the name replaces matters only where a standard directory could be there, or
         // for an exchange: elsewhere the rename spares the system call.
         var replaced: stat?
-        if exchange || destinationZone.hasSpecialChildren {
+        if exchange || destinationZone.mayHaveSpecialChild(named: newName) {
             do { replaced = try Syscall.fstatat(newParent.fd, newName) } catch .noSuchFileOrDirectory { replaced = nil }
         }
         let replacedZone = replaced.map {

@@ -105,13 +105,17 @@ public enum Zone: Sendable, Equatable {
         }
     }
 
-    /// Whether a child of this directory can be in a zone other than the directory's own
-    /// kind of contents (a standard directory, a container, the bundle): only then do
-    /// removal and rename need to look at the child before acting.
-    var hasSpecialChildren: Bool {
+    /// Whether the child `name` of this directory can be in a zone other than ordinary
+    /// contents (a standard directory, a container, the bundle): only then do removal and
+    /// rename need to look at the child before acting.
+    func mayHaveSpecialChild(named name: UnsafePointer<CChar>) -> Bool {
         switch self {
-        case .contents, .trash, .inbox, .bundle, .snapshots: return false
-        case .layout(_, let d): return d == .documents || d == .library || d == .bundle
+        case .contents, .trash, .inbox, .bundle, .snapshots, .layout(_, .bundle): return false
+        case .container, .layout(_, .documents), .layout(_, .library):
+            // Only a standard directory's own name (or a bundle's) can be special here.
+            if case .contents = child(named: name, isDirectory: true, key: 0) { return false }
+            return true
+        case .layout: return false
         default: return true
         }
     }

@@ -93,6 +93,13 @@ public final class OwnChanges: Sendable {
         return entries.withLock { $0.removeValue(forKey: EntryKey(directory: directory, name: name)).map { $0 >= now } ?? false }
     }
 
+    /// Whether a change of the entry `name` of `directory` is expected, without consuming
+    /// it: an unlink echoes as IN_ATTRIB (link count) before its IN_DELETE.
+    func expectsEntry(_ directory: UInt64, _ name: FilePath.Component) -> Bool {
+        let now = Self.now()
+        return entries.withLock { ($0[EntryKey(directory: directory, name: name)] ?? 0) >= now }
+    }
+
     func isOwnItem(_ inode: UInt64) -> Bool {
         let now = Self.now()
         return items.withLock { $0.removeValue(forKey: inode).map { $0 >= now } ?? false }
