@@ -182,9 +182,8 @@ extension FUSEBridge {
             var info = info
             do {
                 info.fh = FUSEBridge.retain(try volume.openDirectory(item))
-                // The listing may be cached while the watcher keeps it true (it invalidates
-                // the directory on every change made in the store).
-                if isCoherent { cfuse_fi_set_keep_cache(&info, 1); cfuse_fi_set_cache_readdir(&info, 1) }
+                // No cache_readdir: with it the kernel stops sending READDIRPLUS and looks every
+                // entry up one by one, which made a cold `ls -l` twice as slow (PERFORMANCE.md).
                 if !reply.open(&info) { FUSEBridge.releaseHandle(info.fh, as: DirectoryHandle.self) }
             } catch {
                 reply.fail(error)

@@ -30,7 +30,7 @@ public final class KernelNotifier: VolumeObserver, @unchecked Sendable {
         self.session = session
         self.volume = volume
         let thread = Thread { [self] in loop() }
-        thread.name = "containerfs-invalidate"
+        thread.name = "cfs-invalidate"
         thread.start()
     }
 

@@ -44,7 +44,7 @@ public final class ControlServer: @unchecked Sendable {
 
     public func start() {
         let thread = Thread { [self] in acceptLoop() }
-        thread.name = "containerfs-control"
+        thread.name = "cfs-control"
         thread.start()
     }
 

@@ -86,22 +86,26 @@ public final class Volume: Sendable {
         if name[0] == 0x2E && (name[1] == 0 || (name[1] == 0x2E && name[2] == 0)) {
             throw .noSuchFileOrDirectory  // the kernel resolves . and ..; never hand out a parent
         }
-        // fstatat first: a name the kernel knows needs no new descriptor. A new item's
-        // descriptor is checked against what was stat'ed, so a name swapped meanwhile never
-        // pairs one inode's number with another's descriptor (retried a few times, then EIO).
-        for _ in 0..<4 {
-            let st = try Syscall.fstatat(parent.fd, name)
-            guard UInt64(st.st_dev) == store.device else { throw .permissionDenied }  // a mount inside the store
-            do {
-                let item = try remember(st, in: parent, name: name) { () throws(Errno) in
-                    try Volume.openMatching(st, parent.fd, name, O_PATH | O_NOFOLLOW)
-                }
-                return (item, st)
-            } catch .resourceTemporarilyUnavailable {
-                continue
-            }
+        // Open first, then fstat the descriptor (passthrough_ll's order): the attributes
+        // are those of the very item the descriptor holds, with no window for a swap, in
+        // two system calls for a new item; a known one closes the extra descriptor.
+        let fd = try Syscall.openat(parent.fd, name, O_PATH | O_NOFOLLOW)
+        let st: stat
+        do { st = try Syscall.fstat(fd) } catch {
+            Syscall.close(fd)
+            throw error
         }
-        throw .ioError
+        guard UInt64(st.st_dev) == store.device else {  // a mount inside the store
+            Syscall.close(fd)
+            throw .permissionDenied
+        }
+        var used = false
+        let item = try remember(st, in: parent, name: name) { () throws(Errno) in
+            used = true
+            return fd
+        }
+        if !used { Syscall.close(fd) }
+        return (item, st)
     }
 
     /// Opens `name` and checks it is the inode `st` describes; EAGAIN when it is not.

@@ -22,7 +22,10 @@ public final class OwnChanges: Sendable {
     static let lifetime: UInt64 = 2_000_000_000
 
     private let entries = Mutex<[EntryKey: UInt64]>([:])
-    private let items = Mutex<[UInt64: UInt64]>([:])
+    /// Per item: how many echoes are still expected, and until when. Counted, because one
+    /// request can make several (tar's chown, chmod and utimens are three IN_ATTRIB); a
+    /// count inotify merged away expires with the deadline.
+    private let items = Mutex<[UInt64: (count: Int, deadline: UInt64)]>([:])
     /// Off until a watcher runs: without one, recording would only grow the tables.
     let enabled = Atomic<Bool>(false)
 
@@ -51,8 +54,8 @@ public final class OwnChanges: Sendable {
         guard enabled.load(ordering: .relaxed) else { return }
         let deadline = Self.now() + Self.lifetime
         items.withLock { table in
-            if table.count > 50_000 { Self.purge(&table) }
-            table[inode] = deadline
+            if table.count > 50_000 { let now = Self.now(); table = table.filter { $0.value.deadline >= now } }
+            table[inode] = ((table[inode]?.count ?? 0) + 1, deadline)
         }
     }
 
@@ -63,7 +66,10 @@ public final class OwnChanges: Sendable {
 
     func withdrawItem(_ inode: UInt64) {
         guard enabled.load(ordering: .relaxed) else { return }
-        _ = items.withLock { $0.removeValue(forKey: inode) }
+        items.withLock { table in
+            guard let e = table[inode] else { return }
+            table[inode] = e.count > 1 ? (e.count - 1, e.deadline) : nil
+        }
     }
 
     /// Runs a change of the entry `name` of `directory`, expecting its echo; a failed change
@@ -102,7 +108,11 @@ public final class OwnChanges: Sendable {
 
     func isOwnItem(_ inode: UInt64) -> Bool {
         let now = Self.now()
-        return items.withLock { $0.removeValue(forKey: inode).map { $0 >= now } ?? false }
+        return items.withLock { table in
+            guard let e = table[inode] else { return false }
+            table[inode] = e.count > 1 ? (e.count - 1, e.deadline) : nil
+            return e.deadline >= now
+        }
     }
 
     private static func purge<K>(_ table: inout [K: UInt64]) {

@@ -80,7 +80,7 @@ public final class StoreWatcher: @unchecked Sendable {
             loop()
             finished.signal()
         }
-        thread.name = "containerfs-watch"
+        thread.name = "cfs-watch"
         thread.start()
     }
 
