@@ -23,6 +23,10 @@ struct MountOptions {
     var defaultPermissions = true
     /// The kernel's writeback cache (DESIGN.md, decision 22): off by default, `-o writeback`.
     var writeback = false
+    /// `-o nocoordination`: kernel requests bypass coordination entirely. For measuring what
+    /// coordination costs on the hot path (PERFORMANCE.md); explicit claims then do not
+    /// hold back I/O through the mount.
+    var coordination = true
 
     static let generic: Set<String> = ["defaults", "nofail", "auto", "noauto", "user", "users", "nouser", "_netdev", "owner", "group", "rw"]
 
@@ -35,6 +39,7 @@ struct MountOptions {
                 switch key {
                 case _ where Self.generic.contains(key) || key.hasPrefix("x-") || key == "comment":
                     continue
+                case "nocoordination": coordination = false
                 case "writeback": writeback = true
                 case "nowriteback", "no_writeback": writeback = false
                 case "allow_other": allowOther = true
