@@ -104,6 +104,17 @@ public final class ControlServer: @unchecked Sendable {
             }
             if pending.count > controlMaximumLineLength {
                 connection.send(ControlResponse(id: 0, ok: false, errno: EMSGSIZE, error: "request too long"))
+                // Closing with unread input would reset the connection before the client
+                // reads the answer: end our side, then discard (at most 1 MiB, 1 s) first.
+                shutdown(fd, Int32(SHUT_WR))
+                var timeout = timeval(tv_sec: 1, tv_usec: 0)
+                setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+                var discarded = 0
+                while discarded < 1 << 20 {
+                    let n = chunk.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+                    if n <= 0 { break }
+                    discarded += n
+                }
                 return
             }
         }
