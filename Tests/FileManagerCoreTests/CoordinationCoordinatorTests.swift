@@ -224,13 +224,24 @@ extension CoordinationTests {
             let f = scratch.file("doc.txt", "hello")
             let center = Fixture.center()
             let writer = FileCoordinator(center: center), reader = FileCoordinator(center: center)
+            // A metadata read that waited for the write claim, held until the read is
+            // over, could only end at this deadline, with `.timedOut` and its block not run.
             reader.claimTimeout = .seconds(2)
             var sawMetadata = false
             try writer.coordinate(writingItemAt: FilePath(f)) { _ in
+                let ran = Atomic<Bool>(false)
+                let failure = Mutex<(any Error)?>(nil)
                 let done = spawn {
-                    try? reader.coordinate(readingItemAt: FilePath(f), options: .immediatelyAvailableMetadataOnly) { _ in }
+                    do {
+                        try reader.coordinate(readingItemAt: FilePath(f), options: .immediatelyAvailableMetadataOnly) { _ in
+                            ran.store(true, ordering: .relaxed)
+                        }
+                    } catch {
+                        failure.withLock { $0 = error }
+                    }
                 }
-                sawMetadata = done.waited(1)
+                sawMetadata = done.waited() && ran.load(ordering: .relaxed) && failure.withLock { $0 == nil }
+                #expect(center.claims.counts == (1, 0))  // the write claim was held all along
             }
             #expect(sawMetadata)
 
@@ -271,7 +282,7 @@ extension CoordinationTests {
                 }
             }
             // Twenty waiters and the cooperative pool still runs this task.
-            for _ in 0..<10_000 where center.claims.counts.waiting < 20 { await Task.yield() }
+            #expect(await eventuallyAsync { center.claims.counts.waiting == 20 })
             #expect(center.claims.counts.waiting == 20)
             grant.release()
             var finished = 0
@@ -283,7 +294,7 @@ extension CoordinationTests {
             let waiting = Task {
                 try await FileCoordinator(center: center).coordinate(writingItemAt: "/t/g") { _ in }
             }
-            for _ in 0..<10_000 where center.claims.counts.waiting < 1 { await Task.yield() }
+            #expect(await eventuallyAsync { center.claims.counts.waiting == 1 })
             waiting.cancel()
             await #expect(throws: CoordinationError.cancelled) { try await waiting.value }
             blocker.release()
@@ -308,7 +319,10 @@ extension CoordinationTests {
             #expect(done.waited())
             let onQueueValue = onQueue.load(ordering: .relaxed)
             #expect(onQueueValue)
-            #expect(eventually { center.claims.counts == (0, 0) })
+            // The accessor signalled from inside the queue's block, which ends the access
+            // after it returns: once that block is over, the claim must be gone.
+            queue.sync {}
+            #expect(center.claims.counts == (0, 0))
 
             let grant = try center.claims.acquire([Claim(target: center.resolver.target(for: "/t/f", resolvingSymlink: false).target,
                                                          writing: [])], purpose: .unique())
@@ -331,8 +345,9 @@ extension CoordinationTests {
             let intent = FileAccessIntent.writingIntent(with: "/t/old")
             let seen = Mutex<FilePath?>(nil)
             let done = DispatchSemaphore(value: 0)
+            let queue = DispatchQueue(label: "q")
             try mover.coordinate(writingItemAt: "/t/old", options: .forMoving, writingItemAt: "/t/new", options: .forReplacing) { old, new in
-                FileCoordinator(center: center).coordinate(with: [intent], queue: DispatchQueue(label: "q")) { error in
+                FileCoordinator(center: center).coordinate(with: [intent], queue: queue) { error in
                     seen.withLock { $0 = error == nil ? intent.url : nil }
                     done.signal()
                 }
@@ -341,6 +356,9 @@ extension CoordinationTests {
             }
             #expect(done.waited())
             #expect(seen.withLock { $0 } == FilePath("/t/new"))
+            // `done` is signalled inside the accessor; the access ends when the queue's
+            // block returns, so wait for that block before looking at the claims.
+            queue.sync {}
             #expect(center.claims.counts == (0, 0))
         }
 
@@ -361,7 +379,7 @@ extension CoordinationTests {
                 client.coordinator.coordinate(with: [.writingIntent(with: first)], queue: DispatchQueue(label: "\(name)1")) { error in
                     outcomes.withLock { $0.append("\(name) first \(error.map { "\(CoordinationError.errno(of: $0))" } ?? "ok")") }
                     client.firstRuns.signal()
-                    if error == nil { _ = client.secondEnded.wait(timeout: .now() + 5) }
+                    if error == nil { _ = client.secondEnded.wait(timeout: .now() + 30) }
                     allDone.signal()
                 }
                 _ = client.firstRuns.wait(timeout: .now() + 5)

@@ -84,19 +84,25 @@ final class GrantBox: Sendable {
     }
 }
 
-/// An append-only list of strings a test can wait on.
+/// An append-only list of strings a test can wait on, each with the time it was appended.
 final class EventLog: Sendable {
-    private let entries = Mutex<[String]>([])
+    private let entries = Mutex<[(entry: String, at: ContinuousClock.Instant)]>([])
     private let changed = DispatchSemaphore(value: 0)
 
     func append(_ entry: String) {
-        entries.withLock { $0.append(entry) }
+        let now = ContinuousClock.now
+        entries.withLock { $0.append((entry, now)) }
         changed.signal()
     }
 
-    var all: [String] { entries.withLock { $0 } }
+    var all: [String] { entries.withLock { $0.map(\.entry) } }
 
     func count(_ entry: String) -> Int { all.filter { $0 == entry }.count }
+
+    /// When `entry` was first appended; nil if it never was.
+    func time(of entry: String) -> ContinuousClock.Instant? {
+        entries.withLock { $0.first { $0.entry == entry }?.at }
+    }
 
     /// Waits until `condition` holds for the entries (true) or `seconds` pass (false).
     @discardableResult
@@ -139,6 +145,17 @@ func eventually(_ seconds: Double = 10, _ condition: () -> Bool) -> Bool {
     while DispatchTime.now() < end {
         if condition() { return true }
         usleep(1000)
+    }
+    return condition()
+}
+
+/// `eventually` for async tests: polls `condition` for up to `seconds`, suspending the task
+/// (never blocking its thread) for a millisecond between polls.
+func eventuallyAsync(_ seconds: Double = 10, _ condition: () -> Bool) async -> Bool {
+    let end = ContinuousClock.now + .milliseconds(Int(seconds * 1000))
+    while ContinuousClock.now < end {
+        if condition() { return true }
+        try? await Task.sleep(for: .milliseconds(1))
     }
     return condition()
 }
