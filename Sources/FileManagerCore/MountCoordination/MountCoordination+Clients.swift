@@ -141,8 +141,10 @@ extension MountCoordination {
         var dir = FilePath(volume.store.path.string)
         for (i, c) in relative.components.enumerated() {
             let next = (i == 0 && c.string.hasPrefix(".Trash-")) ? dir.appending("trash").appending(c) : dir.appending(c)
+            // lstat, and stop at a symlink: the daemon never follows a link in the store
+            // (SPEC §6); what lies past it is judged as missing, by its ancestors.
             var st = stat()
-            guard stat(next.string, &st) == 0 else { break }
+            guard lstat(next.string, &st) == 0, (st.st_mode & S_IFMT) != S_IFLNK else { break }
             let bits: mode_t = st.st_uid == caller.uid ? 0o400 : (st.st_gid == caller.gid ? 0o040 : 0o004)
             let search: mode_t = st.st_uid == caller.uid ? 0o100 : (st.st_gid == caller.gid ? 0o010 : 0o001)
             let isLast = i == relative.components.count - 1

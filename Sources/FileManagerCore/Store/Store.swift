@@ -145,15 +145,13 @@ public final class Store: Sendable {
         return Store.readLockHolder(fd) ?? "locked"
     }
 
-    /// Whether the mount point a lock holder recorded is still a mount (from mountinfo).
+    /// Whether the mount point a lock holder recorded is still a ContainerFS mount (true
+    /// when that cannot be told).
     public static func holderStillMounted(_ holder: String?) -> Bool {
         guard let holder, let range = holder.range(of: "mounted at ") else { return true }
         let mountPoint = String(holder[range.upperBound...])
-        guard let text = try? String(contentsOfFile: "/proc/self/mountinfo", encoding: .utf8) else { return true }
-        return text.split(separator: "\n").contains { line in
-            let fields = line.split(separator: " ")
-            return fields.count > 4 && fields[4].replacingOccurrences(of: "\\040", with: " ") == mountPoint
-        }
+        guard let mounts = MountTable.read() else { return true }
+        return mounts.contains { $0.mountPoint == mountPoint }
     }
 
     private static func readLockHolder(_ fd: CInt) -> String? {

@@ -63,9 +63,7 @@ public final class StoreWatcher: @unchecked Sendable {
         // leaving the rest to the items the kernel holds; past that, short timeouts.
         budget = max(1024, Int(min(limit.rlim_cur, 4_000_000)) / 4)
         trashInode = (try? Syscall.fstat(volume.store.trashFD)).map { UInt64($0.st_ino) } ?? 0
-        for fd in [volume.store.containersFD, volume.store.trashFD, volume.store.snapshotsFD] {
-            watchTree(duplicate(fd), parent: -1, name: nil)
-        }
+        watchStore()
         volume.ownChanges.enabled.store(true, ordering: .releasing)
     }
 
@@ -95,6 +93,14 @@ public final class StoreWatcher: @unchecked Sendable {
     public var watchCount: Int { watches.count }
 
     // MARK: - Watches
+
+    /// Watches (again, after an overflow: existing watches are kept) every directory of
+    /// `containers/`, `trash/` and `snapshots/`.
+    private func watchStore() {
+        for fd in [volume.store.containersFD, volume.store.trashFD, volume.store.snapshotsFD] {
+            watchTree(duplicate(fd), parent: -1, name: nil)
+        }
+    }
 
     private func duplicate(_ fd: CInt) -> CInt {
         (try? Syscall.openat(fd, ".", O_PATH | O_DIRECTORY)) ?? -1
@@ -250,9 +256,7 @@ public final class StoreWatcher: @unchecked Sendable {
     private func rescan() {
         logger.warning("inotify queue overflowed; rescanning the store")
         volume.ownChanges.reset()
-        for fd in [volume.store.containersFD, volume.store.trashFD, volume.store.snapshotsFD] {
-            watchTree(duplicate(fd), parent: -1, name: nil)
-        }
+        watchStore()
         let inodes = volume.items.allInodes()
         for inode in inodes {
             volume.forgetCachedAttributes(inode)

@@ -1,19 +1,24 @@
 import Foundation
 
-/// Reads /proc/self/mountinfo for ContainerFS mounts.
-enum MountTable {
-    struct Entry {
-        let mountPoint: String
-        let source: String
+/// Reads /proc/self/mountinfo for ContainerFS mounts: the CLI finds the mount a path is
+/// under, the store lock tells a live holder from one whose mount is already gone.
+public enum MountTable {
+    public struct Entry: Sendable {
+        public let mountPoint: String
+        public let source: String
     }
 
     /// The `fuse.containerfs` mount at `path`, if any.
-    static func entry(at path: String) -> Entry? {
+    public static func entry(at path: String) -> Entry? {
         entries().last { $0.mountPoint == path }
     }
 
-    static func entries() -> [Entry] {
-        guard let text = try? String(contentsOfFile: "/proc/self/mountinfo", encoding: .utf8) else { return [] }
+    /// Every `fuse.containerfs` mount; empty when mountinfo cannot be read.
+    public static func entries() -> [Entry] { read() ?? [] }
+
+    /// Every `fuse.containerfs` mount, or nil when mountinfo cannot be read.
+    public static func read() -> [Entry]? {
+        guard let text = try? String(contentsOfFile: "/proc/self/mountinfo", encoding: .utf8) else { return nil }
         return text.split(separator: "\n").compactMap { line in
             let halves = line.components(separatedBy: " - ")
             guard halves.count == 2 else { return nil }
@@ -24,7 +29,7 @@ enum MountTable {
     }
 
     /// mountinfo escapes space, tab, newline and backslash as octal.
-    static func unescape(_ s: String) -> String {
+    public static func unescape(_ s: String) -> String {
         var out = [UInt8]()
         let b = Array(s.utf8)
         var i = 0
@@ -41,14 +46,3 @@ enum MountTable {
     }
 }
 
-/// Runs a helper program and waits for it.
-enum Subprocess {
-    static func run(_ arguments: [String]) throws -> Int32 {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = arguments
-        try process.run()
-        process.waitUntilExit()
-        return process.terminationStatus
-    }
-}
