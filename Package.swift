@@ -4,7 +4,7 @@
 //
 // Dependencies run one way only (docs/DESIGN.md, decision 1):
 //
-//   containerfs (CLI) ──► FUSEBridge ──► CFuse (libfuse3, C)
+//   containerfs (CLI) ──► FUSEBridge ──► CFuse (libfuse3, C), CFuseTap (channel I/O, C)
 //          │                  │
 //          └──────────────────┴──► FileManagerCore ──► CSQLite (libsqlite3, C)
 //
@@ -40,6 +40,10 @@ let package = Package(
         // Linux calls Swift cannot import directly (variadic syscall/prctl/ioctl).
         .target(name: "CLinux"),
 
+        // The bridge's own /dev/fuse I/O: plain read/writev plus a look at the wire for
+        // what libfuse 3.14 cannot negotiate (FUSE_HANDLE_KILLPRIV_V2, DESIGN.md 24).
+        .target(name: "CFuseTap"),
+
         // MARK: The core: containers, policy, store, file-manager operations
         .target(
             name: "FileManagerCore",
@@ -56,6 +60,7 @@ let package = Package(
             name: "FUSEBridge",
             dependencies: [
                 "CFuse",
+                "CFuseTap",
                 "FileManagerCore",
                 .product(name: "SystemPackage", package: "swift-system"),
                 .product(name: "Logging", package: "swift-log"),

@@ -7,6 +7,7 @@
 #include <spawn.h>
 #include <stdio.h>
 #include <unistd.h>
+#include <linux/capability.h>
 #include <linux/securebits.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
@@ -36,6 +37,16 @@ int clinux_keep_caps_on_fsuid_change(void)
 }
 
 int clinux_clear_securebits(void) { return prctl(PR_SET_SECUREBITS, 0, 0, 0, 0); }
+
+int clinux_set_fsetid_capability(int effective)
+{
+    struct __user_cap_header_struct header = { _LINUX_CAPABILITY_VERSION_3, 0 };
+    struct __user_cap_data_struct data[_LINUX_CAPABILITY_U32S_3];
+    if (syscall(SYS_capget, &header, data) != 0) return -1;
+    if (effective) data[0].effective |= 1u << CAP_FSETID;
+    else data[0].effective &= ~(1u << CAP_FSETID);
+    return (int)syscall(SYS_capset, &header, data);
+}
 
 long clinux_getdents64(int fd, void *buf, size_t len) { return syscall(SYS_getdents64, fd, buf, len); }
 

@@ -10,13 +10,15 @@ extension FUSEBridge {
     /// writer builds on what is there), asking presenters once per handle. O_NONBLOCK meets
     /// a conflicting claim with EAGAIN. The handle keeps a retained `OpenFile`; O_DIRECT
     /// callers get uncached I/O (`direct_io`) while the backing descriptor stays buffered.
-    func open(_ reply: consuming Reply, _ ino: fuse_ino_t, _ fi: UnsafeMutablePointer<fuse_file_info>) {
+    /// `clearsSetID`: the kernel's FUSE_OPEN_KILL_SUIDGID, read off the wire by `CFuseTap`.
+    func open(_ reply: consuming Reply, _ ino: fuse_ino_t, _ fi: UnsafeMutablePointer<fuse_file_info>, clearsSetID: Bool) {
         guard let item = node(ino) else { return reply.fail(Errno.noSuchFileOrDirectory) }
         let flags = fi.pointee.flags
         let writing = (flags & O_ACCMODE) != O_RDONLY || (flags & O_TRUNC) != 0
         if writing && refusesBeforeWaiting(item) { return reply.fail(Errno.readOnlyFileSystem) }
         // The kernel's fuse_file_info lives until we answer; parked opens answer with a copy.
         var info = fi.pointee
+        let caller = reply.caller(clearingSetID: clearsSetID)
         let free = !writing && readsFreely(item)
         coordinate(reply, RequestNames(), free: free, {
             let target = coordination!.target(of: item)
@@ -28,7 +30,7 @@ extension FUSEBridge {
         }) { [self, info] reply, _ in
             var info = info
             do {
-                let file = try volume.open(item, flags: flags)
+                let file = try volume.open(item, flags: flags, caller: caller)
                 info.fh = FUSEBridge.retain(file)
                 if file.direct { cfuse_fi_set_direct_io(&info, 1) } else if isCoherent { cfuse_fi_set_keep_cache(&info, 1) }
                 if !reply.open(&info) { FUSEBridge.releaseHandle(info.fh, as: OpenFile.self) }
@@ -73,9 +75,10 @@ extension FUSEBridge {
 
     /// WRITE_BUF: a short write claim (presenters were asked at open); libfuse moves the
     /// payload (memory or a spliced pipe) straight to the fd. A parked write copies the
-    /// payload first: the kernel's buffer dies with the callback.
+    /// payload first: the kernel's buffer dies with the callback. `clearsSetID` is the
+    /// kernel's FUSE_WRITE_KILL_SUIDGID (an unprivileged writer: set-ID bits go).
     func writeBuffer(_ reply: consuming Reply, _ buffers: UnsafeMutablePointer<fuse_bufvec>, _ offset: off_t,
-                     _ fi: UnsafeMutablePointer<fuse_file_info>?) {
+                     _ fi: UnsafeMutablePointer<fuse_file_info>?, clearsSetID: Bool) {
         guard let file = FUSEBridge.file(fi) else { return reply.fail(Errno.badFileDescriptor) }
         // Page-cache writeback (pid 0) carries no writer and must never wait: a write failing
         // at its deadline would lose acknowledged data. Its writer was coordinated at open.
@@ -86,16 +89,18 @@ extension FUSEBridge {
         }
         if let mount = coordination, !mount.enterFastPath() {
             file.coordinatedWriter.store(mount.purposes.purpose(ofThread: reply.caller.pid).rawValue, ordering: .relaxed)
-            return parkWrite(reply, buffers, offset, file, mount)
+            return parkWrite(reply, buffers, offset, file, mount, caller: clearsSetID ? reply.caller(clearingSetID: true) : nil)
         }
-        let n = cfuse_write_buf_to_fd(buffers, file.fd, offset)
+        let n = clearsSetID ? Credentials.clearingSetID(for: reply.caller(clearingSetID: true), on: file.fd) {
+            cfuse_write_buf_to_fd(buffers, file.fd, offset)
+        } : cfuse_write_buf_to_fd(buffers, file.fd, offset)
         coordination?.leaveFastPath()
         if n < 0 { return reply.fail(Errno(rawValue: CInt(-n))) }
         reply.written(n)
     }
 
     private func parkWrite(_ reply: consuming Reply, _ buffers: UnsafeMutablePointer<fuse_bufvec>, _ offset: off_t,
-                           _ file: OpenFile, _ mount: MountCoordination) {
+                           _ file: OpenFile, _ mount: MountCoordination, caller: Caller?) {
         let size = fuse_buf_size(buffers)
         var payload = [UInt8](repeating: 0, count: size)
         let copied = payload.withUnsafeMutableBytes { raw -> Int in
@@ -109,7 +114,11 @@ extension FUSEBridge {
             Coordination(claims: [Claim(target: mount.target(of: file.item), writing: [])], asksPresenters: false)
         }) { reply, _ in
             do {
-                let n = try bytes.withUnsafeBytes { b in try Syscall.pwrite(file.fd, UnsafeRawBufferPointer(rebasing: b[0..<copied]), offset) }
+                let n = try bytes.withUnsafeBytes { b in
+                    try Credentials.clearingSetID(for: caller, on: file.fd) { () throws(Errno) in
+                        try Syscall.pwrite(file.fd, UnsafeRawBufferPointer(rebasing: b[0..<copied]), offset)
+                    }
+                }
                 reply.written(n)
             } catch {
                 reply.fail(error)

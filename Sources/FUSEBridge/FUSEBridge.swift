@@ -78,8 +78,15 @@ public final class FUSEBridge: @unchecked Sendable {
         var want = conn.pointee.want
         let capable = conn.pointee.capable
         // Splice for replies (reads go from the backing file to the kernel without a copy),
-        // not for requests: splicing write payloads in through a pipe cost more than it saved
-        // in the benchmark (see docs/PERFORMANCE.md).
+        // not for requests: `CFuseTap` must see each WRITE's header (FUSE_WRITE_KILL_SUIDGID),
+        // which a spliced request hides from it, and splicing write payloads in through a pipe
+        // cost more than it saved in the benchmark (see docs/PERFORMANCE.md).
+        want &= ~UInt32(FUSE_CAP_SPLICE_READ)
+        // Set-ID bits: libfuse's default FUSE_CAP_HANDLE_KILLPRIV (v1) would leave clearing
+        // them on write/truncate/chown to us without telling us when; instead the kernel
+        // clears them (no tap: an old kernel) or tells us per request (KILLPRIV_V2 through
+        // the tap, DESIGN.md 24).
+        want &= ~UInt32(FUSE_CAP_HANDLE_KILLPRIV)
         for cap in [FUSE_CAP_SPLICE_WRITE, FUSE_CAP_READDIRPLUS,
                     FUSE_CAP_READDIRPLUS_AUTO, FUSE_CAP_PARALLEL_DIROPS, FUSE_CAP_ASYNC_DIO, FUSE_CAP_AUTO_INVAL_DATA,
                     FUSE_CAP_ATOMIC_O_TRUNC, FUSE_CAP_CACHE_SYMLINKS] where capable & UInt32(cap) != 0 {
@@ -142,7 +149,8 @@ public final class FUSEBridge: @unchecked Sendable {
 
     /// SETATTR: a write; changing only mode, owner or access time is metadata-only (the
     /// content modification date is content, reference coordination §3.2).
-    func setattr(_ reply: consuming Reply, _ ino: fuse_ino_t, _ attr: stat, _ toSet: CInt, _ fi: UnsafeMutablePointer<fuse_file_info>?) {
+    func setattr(_ reply: consuming Reply, _ ino: fuse_ino_t, _ attr: stat, _ toSet: CInt, _ fi: UnsafeMutablePointer<fuse_file_info>?,
+                 clearsSetID: Bool) {
         guard let item = node(ino) else { return reply.fail(Errno.noSuchFileOrDirectory) }
         if refusesBeforeWaiting(item) { return reply.fail(Errno.readOnlyFileSystem) }
         var changes = AttributeChanges()
@@ -150,6 +158,7 @@ public final class FUSEBridge: @unchecked Sendable {
         if toSet & FUSE_SET_ATTR_UID != 0 { changes.uid = attr.st_uid }
         if toSet & FUSE_SET_ATTR_GID != 0 { changes.gid = attr.st_gid }
         if toSet & FUSE_SET_ATTR_SIZE != 0 { changes.size = attr.st_size }
+        changes.caller = reply.caller(clearingSetID: clearsSetID)
         if toSet & FUSE_SET_ATTR_ATIME_NOW != 0 { changes.accessTime = .now }
         else if toSet & FUSE_SET_ATTR_ATIME != 0 { changes.accessTime = .set(attr.st_atim) }
         if toSet & FUSE_SET_ATTR_MTIME_NOW != 0 { changes.modificationTime = .now }

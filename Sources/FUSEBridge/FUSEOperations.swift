@@ -1,4 +1,5 @@
 import CFuse
+import CFuseTap
 import Glibc
 
 /// The `fuse_lowlevel_ops` table: one `@convention(c)` thunk per opcode. Thunks capture
@@ -28,7 +29,9 @@ enum FUSEOperations {
         ops.forget = { req, ino, n in FUSEOperations.bridge(req).forget(Reply(req!), ino, n) }
         ops.forget_multi = { req, count, list in FUSEOperations.bridge(req).forgetMany(Reply(req!), count, list) }
         ops.getattr = { req, ino, _ in FUSEOperations.bridge(req).getattr(Reply(req!), ino) }
-        ops.setattr = { req, ino, attr, toSet, fi in FUSEOperations.bridge(req).setattr(Reply(req!), ino, attr!.pointee, toSet, fi) }
+        ops.setattr = { req, ino, attr, toSet, fi in
+            FUSEOperations.bridge(req).setattr(Reply(req!), ino, attr!.pointee, toSet, fi, clearsSetID: cfusetap_request_clears_setid() != 0)
+        }
         ops.readlink = { req, ino in FUSEOperations.bridge(req).readlink(Reply(req!), ino) }
         ops.mknod = { req, parent, name, mode, rdev in FUSEOperations.bridge(req).mknod(Reply(req!), parent, name!, mode, rdev) }
         ops.mkdir = { req, parent, name, mode in FUSEOperations.bridge(req).mkdir(Reply(req!), parent, name!, mode) }
@@ -39,9 +42,13 @@ enum FUSEOperations {
             FUSEOperations.bridge(req).rename(Reply(req!), parent, name!, newParent, newName!, UInt32(flags))
         }
         ops.link = { req, ino, newParent, newName in FUSEOperations.bridge(req).link(Reply(req!), ino, newParent, newName!) }
-        ops.open = { req, ino, fi in FUSEOperations.bridge(req).open(Reply(req!), ino, fi!) }
+        ops.open = { req, ino, fi in
+            FUSEOperations.bridge(req).open(Reply(req!), ino, fi!, clearsSetID: cfusetap_request_clears_setid() != 0)
+        }
         ops.read = { req, _, size, off, fi in FUSEOperations.bridge(req).read(Reply(req!), size, off, fi) }
-        ops.write_buf = { req, _, bufv, off, fi in FUSEOperations.bridge(req).writeBuffer(Reply(req!), bufv!, off, fi) }
+        ops.write_buf = { req, _, bufv, off, fi in
+            FUSEOperations.bridge(req).writeBuffer(Reply(req!), bufv!, off, fi, clearsSetID: cfusetap_request_clears_setid() != 0)
+        }
         ops.flush = { req, _, _ in FUSEOperations.bridge(req).flush(Reply(req!)) }
         ops.release = { req, _, fi in FUSEOperations.bridge(req).release(Reply(req!), fi) }
         ops.fsync = { req, _, datasync, fi in FUSEOperations.bridge(req).fsync(Reply(req!), datasync != 0, fi) }

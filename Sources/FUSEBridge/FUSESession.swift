@@ -1,4 +1,5 @@
 import CFuse
+import CFuseTap
 import FileManagerCore
 import Glibc
 import Logging
@@ -65,7 +66,18 @@ public final class FUSESession {
             fuse_remove_signal_handlers(se)
             throw Failure(description: "\(mountPoint): cannot mount (is it an existing directory, and is /dev/fuse usable?)")
         }
+        // Our own channel I/O on the same descriptor, before the first request (INIT) is
+        // read: it adds FUSE_HANDLE_KILLPRIV_V2 to INIT and passes on its per-request bits.
+        var io = fuse_custom_io(writev: cfusetap_writev, read: cfusetap_read,
+                                splice_receive: cfusetap_splice_receive, splice_send: cfusetap_splice_send)
+        let rc = fuse_session_custom_io(se, &io, fuse_session_fd(se))
+        if rc != 0 {
+            bridgeLogger.warning("\(mountPoint): custom channel I/O refused (\(rc)); set-ID clearing stays with the kernel")
+        }
     }
+
+    /// Whether the kernel took FUSE_HANDLE_KILLPRIV_V2 (known once INIT has been answered).
+    public var handlesKillPrivV2: Bool { cfusetap_killpriv_v2_negotiated() != 0 }
 
     /// Serves requests on libfuse's multi-threaded loop until unmount or a signal
     /// (SIGINT, SIGTERM, SIGHUP end the loop; the mount is then removed cleanly).

@@ -49,6 +49,13 @@ public struct Reply: ~Copyable, @unchecked Sendable {
         return Caller(uid: ctx.uid, gid: ctx.gid, pid: ctx.pid, umask: ctx.umask)
     }
 
+    /// The caller, with the kernel's verdict on clearing set-ID bits (`CFuseTap`).
+    func caller(clearingSetID: Bool) -> Caller {
+        var caller = self.caller
+        caller.clearsSetID = clearingSetID
+        return caller
+    }
+
     // MARK: - Errors (the one funnel from Swift errors to the kernel)
 
     consuming func fail(_ errno: Errno) {

@@ -37,6 +37,14 @@ long clinux_setfsgid(gid_t gid);
 int clinux_keep_caps_on_fsuid_change(void);
 int clinux_clear_securebits(void);
 
+/*
+ * Raise or lower CAP_FSETID in this thread's effective set (capget/capset on the calling
+ * thread only). Lowered around a write or truncate the kernel says an unprivileged caller
+ * made, so the backing file system clears set-user-ID and set-group-ID bits exactly as it
+ * would for that caller. Returns 0, or -1 with errno.
+ */
+int clinux_set_fsetid_capability(int effective);
+
 /* MARK: directory reading: getdents64 without glibc's DIR buffering */
 struct clinux_dirent64 {
     uint64_t d_ino;

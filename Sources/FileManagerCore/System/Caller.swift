@@ -10,12 +10,17 @@ public struct Caller: Sendable, Equatable {
     /// The calling thread's id as the kernel reports it (0 when the kernel itself asks).
     public var pid: pid_t
     public var umask: mode_t
+    /// The kernel says this caller lacks CAP_FSETID, so a truncation it makes (O_TRUNC, or
+    /// a size change) must clear set-user-ID and set-group-ID bits as on a local file system
+    /// (FUSE_HANDLE_KILLPRIV_V2; DESIGN.md, decision 24).
+    public var clearsSetID: Bool
 
-    public init(uid: uid_t, gid: gid_t, pid: pid_t = 0, umask: mode_t = 0o022) {
+    public init(uid: uid_t, gid: gid_t, pid: pid_t = 0, umask: mode_t = 0o022, clearsSetID: Bool = false) {
         self.uid = uid
         self.gid = gid
         self.pid = pid
         self.umask = umask
+        self.clearsSetID = clearsSetID
     }
 
     /// The process running this code (the CLI working on a store without a daemon).
@@ -39,8 +44,13 @@ public enum Credentials {
 
     /// Called once on the main thread before any worker exists: threads inherit the
     /// securebit, so every libfuse worker keeps its capabilities across fsuid switches.
+    /// It also drops the daemon's supplementary groups: root needs none (its capabilities
+    /// decide), and where the kernel judges a caller by fs ids (`withAccessChecks`,
+    /// `clearingSetID`) root's groups would otherwise count as the caller's.
     public static func prepareProcess() {
-        if canSwitch { _ = clinux_keep_caps_on_fsuid_change() }
+        guard canSwitch else { return }
+        _ = clinux_keep_caps_on_fsuid_change()
+        _ = setgroups(0, nil)
     }
 
     @inline(__always)
@@ -53,6 +63,30 @@ public enum Credentials {
             _ = clinux_setfsgid(0)
         }
         return try body()
+    }
+
+    /// Runs a write or truncation of `fd` for `caller`. When the kernel says the caller
+    /// lacks CAP_FSETID (`clearsSetID`) and the file has a set-ID bit, `body` runs without
+    /// CAP_FSETID and with the caller's fs gid, so the backing file system clears the bits
+    /// exactly as for that caller: suid always, sgid when group-executable or when the
+    /// caller is not in the file's group (judged by its primary group: FUSE does not pass
+    /// supplementary groups). File capabilities go on any write, privileged or not, so the
+    /// usual case costs one `fstat`. A daemon that is not root has no CAP_FSETID to lower.
+    @inline(__always)
+    public static func clearingSetID<R, E: Error>(for caller: Caller?, on fd: CInt, _ body: () throws(E) -> R) throws(E) -> R {
+        guard let caller, caller.clearsSetID, canSwitch, hasSetIDBit(fd) else { return try body() }
+        _ = clinux_setfsgid(caller.gid)
+        _ = clinux_set_fsetid_capability(0)
+        defer {
+            _ = clinux_set_fsetid_capability(1)
+            _ = clinux_setfsgid(0)
+        }
+        return try body()
+    }
+
+    private static func hasSetIDBit(_ fd: CInt) -> Bool {
+        guard let st = try? Syscall.fstat(fd) else { return true }
+        return st.st_mode & (S_ISUID | S_ISGID) != 0
     }
 }
 

@@ -13,6 +13,8 @@ public struct AttributeChanges: Sendable {
     public var size: off_t?
     public var accessTime: Time = .omit
     public var modificationTime: Time = .omit
+    /// Who asks: a size change clears set-ID bits as this caller's truncation would.
+    public var caller: Caller?
 
     public init() {}
 
@@ -40,10 +42,12 @@ extension Volume {
             try Syscall.fchmod(pathDescriptor: item.fd, mode & 0o7777)
         }
         if let size = changes.size {
-            if let handle {
-                try Syscall.ftruncate(handle.fd, size)
-            } else {
-                try Syscall.truncate(pathDescriptor: item.fd, size)
+            try Credentials.clearingSetID(for: changes.caller, on: handle?.fd ?? item.fd) { () throws(Errno) in
+                if let handle {
+                    try Syscall.ftruncate(handle.fd, size)
+                } else {
+                    try Syscall.truncate(pathDescriptor: item.fd, size)
+                }
             }
         }
         if changes.changesTimes {

@@ -68,8 +68,9 @@ extension Volume {
     }
 
     /// Opens an existing file. Opening for writing (or with O_TRUNC) is a modification and
-    /// is refused in the bundle and snapshots (EROFS) and in Inbox (EACCES).
-    public func open(_ item: Item, flags: CInt) throws(Errno) -> OpenFile {
+    /// is refused in the bundle and snapshots (EROFS) and in Inbox (EACCES). An O_TRUNC
+    /// clears set-ID bits as `caller` would (`Credentials.clearingSetID`).
+    public func open(_ item: Item, flags: CInt, caller: Caller? = nil) throws(Errno) -> OpenFile {
         // The kernel opens FIFOs, sockets and devices itself; only a race with a change in
         // the store could bring one here, and the daemon must never open one (a FIFO would
         // block a worker, a device would hand a user the device).
@@ -78,7 +79,9 @@ extension Volume {
         }
         let writable = (flags & O_ACCMODE) != O_RDONLY || (flags & O_TRUNC) != 0
         if writable { try zone(of: item).checkModify() }
-        let fd = try Syscall.reopen(item.fd, backingFlags(flags & ~Volume.strippedOpenFlags) | O_NONBLOCK)
+        let fd = try Credentials.clearingSetID(for: flags & O_TRUNC != 0 ? caller : nil, on: item.fd) { () throws(Errno) in
+            try Syscall.reopen(item.fd, backingFlags(flags & ~Volume.strippedOpenFlags) | O_NONBLOCK)
+        }
         return OpenFile(fd: fd, item: item, direct: flags & O_DIRECT != 0, writable: writable,
                         accessMode: flags & O_ACCMODE, ownChanges: ownChanges)
     }

@@ -829,6 +829,46 @@ def _(t):
     t.do("u2 writes", "u2", open_write, g, os.O_WRONLY, b"x")
 
 
+# MARK: - write (set-ID bits: what FUSE_HANDLE_KILLPRIV_V2 hands to the file system)
+
+def pwrite_(path, data, offset=0):
+    fd = os.open(path, os.O_WRONLY)
+    try:
+        os.pwrite(fd, data, offset)
+    finally:
+        os.close(fd)
+    return "OK"
+
+
+@test("write/set-id")
+def _(t):
+    f = t.file("f", 0o644, owner="u1", data=b"0123456789")
+    t.do("chmod 06777", "root", chmod, f, 0o6777)
+    t.do("u2 writes", "u2", pwrite_, f, b"a")
+    t.st("set-id after another user's write", "f")
+    t.do("chmod 06777 again", "root", chmod, f, 0o6777)
+    t.do("owner writes", "u1", pwrite_, f, b"b", 4)
+    t.st("set-id after the owner's write", "f")
+    t.do("chmod 06767", "root", chmod, f, 0o6767)
+    t.do("u2 writes (sgid without g+x)", "u2", pwrite_, f, b"c", 8)
+    t.st("sgid without g+x after a write", "f")
+    t.do("chmod 06777 for root", "root", chmod, f, 0o6777)
+    t.do("root writes", "root", pwrite_, f, b"d")
+    t.st("set-id after root's write", "f")
+    t.do("second write keeps cleared bits", "u2", pwrite_, f, b"e", 2)
+    t.do("read back", "root", read_all, f)
+    g = t.file("g", 0o644, owner="u1", data=b"abc")
+    t.do("chmod 04777", "root", chmod, g, 0o4777)
+    t.do("u2 opens O_TRUNC", "u2", open_, g, os.O_WRONLY | os.O_TRUNC)
+    t.st("suid after another user's O_TRUNC", "g")
+    t.do("chmod 04777 again", "root", chmod, g, 0o4777)
+    t.do("root opens O_TRUNC", "root", open_, g, os.O_WRONLY | os.O_TRUNC)
+    t.st("suid after root's O_TRUNC", "g")
+    t.do("chmod 02777", "root", chmod, g, 0o2777)
+    t.do("u2 appends", "u2", open_write, g, os.O_WRONLY | os.O_APPEND, b"tail")
+    t.st("sgid after another user's append", "g")
+
+
 # MARK: - rename
 
 @test("rename/basic", single=True)
