@@ -82,10 +82,10 @@ public final class FUSEBridge: @unchecked Sendable {
         // which a spliced request hides from it, and splicing write payloads in through a pipe
         // cost more than it saved in the benchmark (see docs/PERFORMANCE.md).
         want &= ~UInt32(FUSE_CAP_SPLICE_READ)
-        // Set-ID bits: libfuse's default FUSE_CAP_HANDLE_KILLPRIV (v1) would leave clearing
-        // them on write/truncate/chown to us without telling us when; instead the kernel
-        // clears them (no tap: an old kernel) or tells us per request (KILLPRIV_V2 through
-        // the tap, DESIGN.md 24).
+        // Set-ID bits: libfuse wishes for FUSE_CAP_HANDLE_KILLPRIV (v1) by default, which
+        // would leave clearing them on write/truncate/chown to us without telling us when;
+        // instead the kernel clears them itself (a kernel without v2) or tells us per
+        // request (KILLPRIV_V2 through the tap, DESIGN.md 24).
         want &= ~UInt32(FUSE_CAP_HANDLE_KILLPRIV)
         for cap in [FUSE_CAP_SPLICE_WRITE, FUSE_CAP_READDIRPLUS,
                     FUSE_CAP_READDIRPLUS_AUTO, FUSE_CAP_PARALLEL_DIROPS, FUSE_CAP_ASYNC_DIO, FUSE_CAP_AUTO_INVAL_DATA,

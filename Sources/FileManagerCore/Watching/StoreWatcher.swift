@@ -150,23 +150,23 @@ public final class StoreWatcher: @unchecked Sendable {
         defer { buffer.deallocate() }
         var pollers = [pollfd(fd: inotify, events: Int16(POLLIN), revents: 0),
                        pollfd(fd: wakeFD, events: Int16(POLLIN), revents: 0)]
+        var gather = WatchGather()
         while running.load(ordering: .acquiring) {
             let ready = poll(&pollers, 2, 1000)
             if ready <= 0 || pollers[0].revents == 0 { continue }
-            // Let a burst of events (the echoes of a metadata-heavy workload) gather, so one
-            // wake-up reads many: 100 µs is far below what a reader's next system call takes
-            // to start, and saves a context switch per change on a busy machine.
-            usleep(100)
+            // Let a burst of events gather, so one wake-up reads many (WatchGather).
+            usleep(gather.microseconds(now: OwnChanges.now()))
             let n = read(inotify, buffer, size)
             if n <= 0 { continue }
             var offset = 0
+            var outside = false
             while offset < n {
                 let event = (buffer + offset).assumingMemoryBound(to: clinux_inotify_event.self)
                 let length = Int(event.pointee.len)
                 let name: FilePath.Component? = length > 0
                     ? FilePath.Component(platformString: UnsafeRawPointer(buffer + offset + 16).assumingMemoryBound(to: CChar.self))
                     : nil
-                handle(wd: event.pointee.wd, mask: event.pointee.mask, cookie: event.pointee.cookie, name: name)
+                if handle(wd: event.pointee.wd, mask: event.pointee.mask, cookie: event.pointee.cookie, name: name) { outside = true }
                 if length > 0, event.pointee.mask & UInt32(IN_ISDIR) != 0,
                    event.pointee.mask & UInt32(IN_DELETE) != 0, let name { unwatch(parent: event.pointee.wd, name: name) }
                 offset += 16 + length
@@ -174,23 +174,26 @@ public final class StoreWatcher: @unchecked Sendable {
             // A move out of the store (or whose other half was lost) is a deletion.
             for (_, from) in movedFrom { listener?.storeChanged(.deleted(from)) }
             movedFrom.removeAll()
+            gather.finished(outside: outside, now: OwnChanges.now())
         }
     }
 
     /// MOVED_FROM halves waiting for their MOVED_TO (same cookie), by cookie.
     private var movedFrom: [UInt32: FilePath] = [:]
 
-    private func handle(wd: CInt, mask: UInt32, cookie: UInt32, name: FilePath.Component?) {
-        if mask & UInt32(IN_Q_OVERFLOW) != 0 { return rescan() }
+    /// Handles one event; true when it was a change made outside the mount.
+    private func handle(wd: CInt, mask: UInt32, cookie: UInt32, name: FilePath.Component?) -> Bool {
+        if mask & UInt32(IN_Q_OVERFLOW) != 0 { rescan(); return true }
         if mask & UInt32(IN_IGNORED) != 0 {
             if let gone = watches.removeValue(forKey: wd) { Syscall.close(gone.fd) }
-            return
+            return false
         }
-        guard let dir = watches[wd] else { return }
+        guard let dir = watches[wd] else { return false }
         guard let name else {
             if mask & UInt32(IN_ATTRIB) != 0 { volume.notify { $0.itemChanged(dir.inode) } }
-            return
+            return true
         }
+        var outside = false
         // `.Trash-UID` directories are entries of the mount root, not of `STORE/trash`.
         let directoryNode = dir.inode == trashInode ? Volume.rootInode : dir.inode
         let entryMask = UInt32(IN_CREATE | IN_DELETE | IN_MOVED_FROM | IN_MOVED_TO)
@@ -199,6 +202,7 @@ public final class StoreWatcher: @unchecked Sendable {
                 watchNewDirectory(dir, name)
             }
             if !volume.ownChanges.isOwnEntry(dir.inode, name) {
+                outside = true
                 volume.notify { $0.entryChangedOutside(parent: directoryNode, name: name) }
                 volume.notify { $0.itemChangedOutside(directoryNode) }
                 if let listener, listener.wantsStoreChanges, let path = relativePath(dir, name) {
@@ -214,10 +218,11 @@ public final class StoreWatcher: @unchecked Sendable {
         }
         if mask & UInt32(IN_CLOSE_WRITE | IN_ATTRIB) != 0 {
             // The link-count echo of our own unlink or rename needs no look at the item.
-            if mask & UInt32(IN_ATTRIB) != 0 && volume.ownChanges.expectsEntry(dir.inode, name) { return }
-            guard let st = try? name.withName({ p throws(Errno) in try Syscall.fstatat(dir.fd, p) }) else { return }
+            if mask & UInt32(IN_ATTRIB) != 0 && volume.ownChanges.expectsEntry(dir.inode, name) { return outside }
+            guard let st = try? name.withName({ p throws(Errno) in try Syscall.fstatat(dir.fd, p) }) else { return outside }
             let inode = UInt64(st.st_ino)
             if !volume.ownChanges.isOwnItem(inode) {
+                outside = true
                 volume.forgetCachedAttributes(inode)
                 volume.notify { $0.itemChangedOutside(inode) }
                 if let listener, listener.wantsStoreChanges, let path = relativePath(dir, name) {
@@ -225,6 +230,7 @@ public final class StoreWatcher: @unchecked Sendable {
                 }
             }
         }
+        return outside
     }
 
     /// A watched directory was removed: end its watch and close its descriptor (the
