@@ -60,28 +60,34 @@ static int bit_at(const char *arg, size_t arglen, size_t at, uint32_t bit)
     return arglen >= at + 4 && (load32(arg + at) & bit) != 0;
 }
 
+/* Where each request kind carries the kernel's "clear the set-ID bits" bit. */
+static const struct {
+    uint32_t opcode;
+    size_t at;
+    uint32_t bit;
+} kill_bits[] = {
+    { OP_WRITE, WRITE_WRITE_FLAGS_AT, FUSE_WRITE_KILL_SUIDGID },
+    { OP_SETATTR, SETATTR_VALID_AT, FATTR_KILL_SUIDGID },
+    { OP_OPEN, OPEN_OPEN_FLAGS_AT, FUSE_OPEN_KILL_SUIDGID },
+    { OP_CREATE, CREATE_OPEN_FLAGS_AT, FUSE_OPEN_KILL_SUIDGID },
+};
+
 static void look_at_request(const char *buf, size_t n)
 {
     request_clears_setid = 0;
     if (n < IN_HEADER_SIZE) return;
     const char *arg = buf + IN_HEADER_SIZE;
     size_t arglen = n - IN_HEADER_SIZE;
-    switch (load32(buf + 4)) {
-    case OP_INIT:
+    uint32_t opcode = load32(buf + 4);
+    if (opcode == OP_INIT) {
         init_offering_v2 = bit_at(arg, arglen, INIT_FLAGS_AT, FUSE_HANDLE_KILLPRIV_V2) ? load64(buf + 8) : 0;
-        break;
-    case OP_WRITE:
-        request_clears_setid = bit_at(arg, arglen, WRITE_WRITE_FLAGS_AT, FUSE_WRITE_KILL_SUIDGID);
-        break;
-    case OP_SETATTR:
-        request_clears_setid = bit_at(arg, arglen, SETATTR_VALID_AT, FATTR_KILL_SUIDGID);
-        break;
-    case OP_OPEN:
-        request_clears_setid = bit_at(arg, arglen, OPEN_OPEN_FLAGS_AT, FUSE_OPEN_KILL_SUIDGID);
-        break;
-    case OP_CREATE:
-        request_clears_setid = bit_at(arg, arglen, CREATE_OPEN_FLAGS_AT, FUSE_OPEN_KILL_SUIDGID);
-        break;
+        return;
+    }
+    for (size_t i = 0; i < sizeof kill_bits / sizeof kill_bits[0]; i++) {
+        if (kill_bits[i].opcode == opcode) {
+            request_clears_setid = bit_at(arg, arglen, kill_bits[i].at, kill_bits[i].bit);
+            return;
+        }
     }
 }
 
