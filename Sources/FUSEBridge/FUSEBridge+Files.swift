@@ -150,7 +150,14 @@ extension FUSEBridge {
         coordinate(reply, RequestNames(), {
             Coordination(claims: [Claim(target: coordination!.target(of: file.item), writing: [])], asksPresenters: false)
         }) { reply, _ in
-            do { try file.allocate(mode: mode, offset: offset, length: length); reply.ok() } catch { reply.fail(error) }
+            do {
+                try Credentials.clearingSetID(for: reply.caller.clearingSetIDUnlessRoot, on: file.fd) { () throws(Errno) in
+                    try file.allocate(mode: mode, offset: offset, length: length)
+                }
+                reply.ok()
+            } catch {
+                reply.fail(error)
+            }
         }
     }
 
@@ -170,7 +177,9 @@ extension FUSEBridge {
                                   Claim(target: coordination!.target(of: destination.item), writing: [])], asksPresenters: false)
         }) { reply, _ in
             do {
-                let n = try source.copyRange(from: inOffset, to: destination, at: outOffset, length: length, flags: UInt32(bitPattern: flags))
+                let n = try Credentials.clearingSetID(for: reply.caller.clearingSetIDUnlessRoot, on: destination.fd) { () throws(Errno) in
+                    try source.copyRange(from: inOffset, to: destination, at: outOffset, length: length, flags: UInt32(bitPattern: flags))
+                }
                 reply.written(n)
             } catch {
                 reply.fail(error)

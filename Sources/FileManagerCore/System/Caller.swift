@@ -31,6 +31,15 @@ public struct Caller: Sendable, Equatable {
     }
 
     public var isRoot: Bool { uid == 0 }
+
+    /// For a change the kernel sends without a verdict on set-ID bits (fallocate and
+    /// copy_file_range leave it to the file system under KILLPRIV_V2): a caller other than
+    /// root is taken to lack CAP_FSETID, as it almost always does.
+    public var clearingSetIDUnlessRoot: Caller {
+        var caller = self
+        caller.clearsSetID = uid != 0
+        return caller
+    }
 }
 
 /// Runs creating system calls with the caller's fs uid and gid, so that new items belong to

@@ -840,6 +840,25 @@ def pwrite_(path, data, offset=0):
     return "OK"
 
 
+def copy_range_(src, dst):
+    fi = os.open(src, os.O_RDONLY)
+    fo = os.open(dst, os.O_WRONLY)
+    try:
+        return str(os.copy_file_range(fi, fo, 2, 0, 0))
+    finally:
+        os.close(fi)
+        os.close(fo)
+
+
+def fallocate_(path, length):
+    fd = os.open(path, os.O_WRONLY)
+    try:
+        os.posix_fallocate(fd, 0, length)
+    finally:
+        os.close(fd)
+    return "OK"
+
+
 @test("write/set-id")
 def _(t):
     f = t.file("f", 0o644, owner="u1", data=b"0123456789")
@@ -867,6 +886,16 @@ def _(t):
     t.do("chmod 02777", "root", chmod, g, 0o2777)
     t.do("u2 appends", "u2", open_write, g, os.O_WRONLY | os.O_APPEND, b"tail")
     t.st("sgid after another user's append", "g")
+    h = t.file("h", 0o666, owner="u1", data=b"0123456789")
+    t.do("chmod 06777 h", "root", chmod, h, 0o6777)
+    t.do("u2 copy_file_range into h", "u2", copy_range_, g, h)
+    t.st("set-id after another user's copy_file_range", "h")
+    t.do("chmod 06777 h again", "root", chmod, h, 0o6777)
+    t.do("u2 fallocate h", "u2", fallocate_, h, 64)
+    t.st("set-id after another user's fallocate", "h")
+    t.do("chmod 06777 for root's fallocate", "root", chmod, h, 0o6777)
+    t.do("root fallocate h", "root", fallocate_, h, 128)
+    t.st("set-id after root's fallocate", "h")
 
 
 # MARK: - rename
