@@ -43,9 +43,11 @@ int clinux_set_fsetid_capability(int effective)
     struct __user_cap_header_struct header = { _LINUX_CAPABILITY_VERSION_3, 0 };
     struct __user_cap_data_struct data[_LINUX_CAPABILITY_U32S_3];
     if (syscall(SYS_capget, &header, data) != 0) return -1;
+    int was = (data[0].effective >> CAP_FSETID) & 1;
     if (effective) data[0].effective |= 1u << CAP_FSETID;
     else data[0].effective &= ~(1u << CAP_FSETID);
-    return (int)syscall(SYS_capset, &header, data);
+    if (syscall(SYS_capset, &header, data) != 0) return -1;
+    return was;
 }
 
 long clinux_getdents64(int fd, void *buf, size_t len) { return syscall(SYS_getdents64, fd, buf, len); }

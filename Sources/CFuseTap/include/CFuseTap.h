@@ -13,7 +13,7 @@
  * plus a look at the bytes going by:
  *
  *  - read: the INIT request's offered flags are remembered for this thread (libfuse
- *    answers INIT on the thread that read it); for WRITE, SETATTR, OPEN and CREATE the
+ *    answers INIT on the thread that read it); for WRITE, SETATTR and OPEN the
  *    kernel's "caller lacks CAP_FSETID, clear the set-ID bits" bit is kept for this thread
  *    until the next request it reads, which is the one its handler runs for.
  *  - writev: the INIT reply gets FUSE_HANDLE_KILLPRIV_V2 added when the kernel offered it.

@@ -41,7 +41,7 @@ int clinux_clear_securebits(void);
  * Raise or lower CAP_FSETID in this thread's effective set (capget/capset on the calling
  * thread only). Lowered around a write or truncate the kernel says an unprivileged caller
  * made, so the backing file system clears set-user-ID and set-group-ID bits exactly as it
- * would for that caller. Returns 0, or -1 with errno.
+ * would for that caller. Returns whether it was raised before (0 or 1), or -1 with errno.
  */
 int clinux_set_fsetid_capability(int effective);
 

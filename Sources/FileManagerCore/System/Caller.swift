@@ -84,11 +84,19 @@ public enum Credentials {
     @inline(__always)
     public static func clearingSetID<R, E: Error>(for caller: Caller?, on fd: CInt, _ body: () throws(E) -> R) throws(E) -> R {
         guard let caller, caller.clearsSetID, canSwitch, hasSetIDBit(fd) else { return try body() }
-        _ = clinux_setfsgid(caller.gid)
-        _ = clinux_set_fsetid_capability(0)
+        // Whatever this thread was (it may be inside `asCaller`), it is exactly that again after.
+        let group = gid_t(truncatingIfNeeded: clinux_setfsgid(caller.gid))
+        let raised = clinux_set_fsetid_capability(0)
         defer {
-            _ = clinux_set_fsetid_capability(1)
-            _ = clinux_setfsgid(0)
+            if raised == 1 { _ = clinux_set_fsetid_capability(1) }
+            _ = clinux_setfsgid(group)
+            // Lowering the capability cannot fail for a root daemon; if it ever did, the
+            // bits go by hand with the plain rule (suid always, sgid if group-executable).
+            if raised < 0, let st = try? Syscall.fstat(fd) {
+                let mode = st.st_mode & 0o7777
+                let cleared = mode & ~(S_ISUID | (mode & S_IXGRP != 0 ? S_ISGID : 0))
+                if cleared != mode { try? Syscall.fchmod(pathDescriptor: fd, cleared) }
+            }
         }
         return try body()
     }

@@ -155,7 +155,8 @@ public final class StoreWatcher: @unchecked Sendable {
             let ready = poll(&pollers, 2, 1000)
             if ready <= 0 || pollers[0].revents == 0 { continue }
             // Let a burst of events gather, so one wake-up reads many (WatchGather).
-            usleep(gather.microseconds(now: OwnChanges.now()))
+            let wait = gather.microseconds(now: OwnChanges.now())
+            if wait > 0 { usleep(wait) }
             let n = read(inotify, buffer, size)
             if n <= 0 { continue }
             var offset = 0
@@ -174,7 +175,8 @@ public final class StoreWatcher: @unchecked Sendable {
             // A move out of the store (or whose other half was lost) is a deletion.
             for (_, from) in movedFrom { listener?.storeChanged(.deleted(from)) }
             movedFrom.removeAll()
-            gather.finished(outside: outside, now: OwnChanges.now())
+            // A read within one maximal event of the buffer's end may have left events queued.
+            gather.finished(outside: outside, full: n > size - 16 - 256, now: OwnChanges.now())
         }
     }
 
