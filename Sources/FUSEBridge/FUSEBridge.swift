@@ -88,9 +88,18 @@ public final class FUSEBridge: @unchecked Sendable {
         // request (KILLPRIV_V2 through the tap, DESIGN.md 24).
         want &= ~UInt32(FUSE_CAP_HANDLE_KILLPRIV)
         for cap in [FUSE_CAP_SPLICE_WRITE, FUSE_CAP_READDIRPLUS,
-                    FUSE_CAP_READDIRPLUS_AUTO, FUSE_CAP_PARALLEL_DIROPS, FUSE_CAP_ASYNC_DIO, FUSE_CAP_AUTO_INVAL_DATA,
+                    FUSE_CAP_READDIRPLUS_AUTO, FUSE_CAP_PARALLEL_DIROPS, FUSE_CAP_ASYNC_DIO,
                     FUSE_CAP_ATOMIC_O_TRUNC, FUSE_CAP_CACHE_SYMLINKS] where capable & UInt32(cap) != 0 {
             want |= UInt32(cap)
+        }
+        // Cached pages are dropped when the store changes behind the mount: by the watcher's
+        // explicit invalidation while it sees every directory (DESIGN.md 26), else by the
+        // kernel itself when a refresh shows a new mtime (auto_inval_data). With the watcher,
+        // auto_inval_data would only throw away pages our own writes just filled.
+        if isCoherent {
+            want &= ~UInt32(FUSE_CAP_AUTO_INVAL_DATA)
+        } else if capable & UInt32(FUSE_CAP_AUTO_INVAL_DATA) != 0 {
+            want |= UInt32(FUSE_CAP_AUTO_INVAL_DATA)
         }
         // Writeback caching (DESIGN.md, decision 22): writes land in the page cache and reach
         // us later, without their writer; coordination then happens at open.

@@ -22,6 +22,7 @@ public struct AttributeChanges: Sendable {
         if case .omit = accessTime, case .omit = modificationTime { return false }
         return true
     }
+
 }
 
 extension Volume {
@@ -30,7 +31,9 @@ extension Volume {
     public func setAttributes(_ item: Item, _ changes: AttributeChanges, handle: OpenFile?) throws(Errno) -> stat {
         if item.isVirtual { throw .permissionDenied }
         try zone(of: item).checkModify()
-        return try ownChanges.expectingItem(item.inode) { () throws(Errno) in try apply(changes, to: item, handle: handle) }
+        let st = try apply(changes, to: item, handle: handle)
+        ownChanges.recordItem(item.inode, st)
+        return st
     }
 
     private func apply(_ changes: AttributeChanges, to item: Item, handle: OpenFile?) throws(Errno) -> stat {

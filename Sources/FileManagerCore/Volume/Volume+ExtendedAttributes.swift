@@ -55,7 +55,8 @@ extension Volume {
         guard Volume.isSupportedName(name) else { throw .notSupported }
         defer { if strncmp(name, "security.", 9) == 0 { forgetCachedAttributes(item) } }
         if strncmp(name, "security.", 9) == 0 { forgetCachedAttributes(item) }
-        try ownChanges.expectingItem(item.inode) { () throws(Errno) in try Syscall.setxattr(pathDescriptor: item.fd, name, value, flags) }
+        try Syscall.setxattr(pathDescriptor: item.fd, name, value, flags)
+        ownChanges.recordItem(item.inode, descriptor: item.fd)
     }
 
     public func removeExtendedAttribute(_ item: Item, _ name: UnsafePointer<CChar>) throws(Errno) {
@@ -64,6 +65,7 @@ extension Volume {
         guard Volume.isSupportedName(name) else { throw .notSupported }
         defer { if strncmp(name, "security.", 9) == 0 { forgetCachedAttributes(item) } }
         if strncmp(name, "security.", 9) == 0 { forgetCachedAttributes(item) }
-        try ownChanges.expectingItem(item.inode) { () throws(Errno) in try Syscall.removexattr(pathDescriptor: item.fd, name) }
+        try Syscall.removexattr(pathDescriptor: item.fd, name)
+        ownChanges.recordItem(item.inode, descriptor: item.fd)
     }
 }

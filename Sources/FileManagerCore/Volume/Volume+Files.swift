@@ -29,7 +29,7 @@ public final class OpenFile: @unchecked Sendable {
     }
 
     deinit {
-        ownChanges?.expectItem(item.inode)
+        ownChanges?.recordItem(item.inode, descriptor: fd)  // the close echoes as IN_CLOSE_WRITE
         Syscall.close(fd)
     }
 

@@ -68,10 +68,10 @@ extension Volume {
     public func link(_ item: Item, _ newParent: Item, _ newName: UnsafePointer<CChar>) throws(Errno) -> (Item, stat) {
         if item.isDirectory { throw .notPermitted }
         try Zone.checkLink(item: zone(of: item), into: zone(of: newParent), name: newName)
+        // The new name echoes (IN_CREATE); the link count's IN_ATTRIB reaches only watches of
+        // the file itself, never its directory's, so no item echo is expected.
         try ownChanges.expectingEntry(newParent.inode, newName) { () throws(Errno) in
-            try ownChanges.expectingItem(item.inode) { () throws(Errno) in
-                try Syscall.link(pathDescriptor: item.fd, newParent.fd, newName)
-            }
+            try Syscall.link(pathDescriptor: item.fd, newParent.fd, newName)
         }
         return try created(newParent, newName)
     }

@@ -2,30 +2,37 @@ import Glibc
 import Synchronization
 import SystemPackage
 
-/// The changes the daemon is about to make to the store itself, so that the store watcher
-/// can recognise their inotify echoes and not report them again (as kernel invalidations,
-/// or later as uncoordinated presenter events).
+/// The changes the daemon makes to the store itself, so that the store watcher can
+/// recognise their inotify echoes and not report them again (as kernel invalidations, or
+/// later as uncoordinated presenter events).
 ///
-/// An expectation is recorded *before* the system call (else the echo could be read first)
-/// and matched by the first echo, which removes it. inotify merges identical consecutive
-/// events, so expectations are not counted: several own changes may yield one echo, and an
-/// extra echo costs only one needless invalidation. An expectation whose echo never comes
-/// (the call failed, or made no event) expires after `lifetime`, so it can never hide a later
-/// change made outside the mount for long.
+/// Entries (names appearing, vanishing, moving) are expected *before* the system call (else
+/// the echo could be read first) and met by the first echo, which removes the expectation;
+/// a failed call withdraws it, and one whose echo never comes expires after `lifetime`.
+///
+/// Items (IN_CLOSE_WRITE, IN_ATTRIB) are recognised by *state*, not by counting echoes:
+/// right after changing an item the daemon records its ctime, and an event is the daemon's
+/// own only if the item still has exactly that ctime. Counting could not be made safe:
+/// inotify merges identical consecutive events, some changes reach no directory watch at
+/// all (a lone mtime or atime, a size, a hard link), and a RELEASE's close arrives after the
+/// caller's close(2) returned, so an edit made in the store in between was taken for the
+/// daemon's own and served stale. A ctime moves with every change, the daemon's or anyone's,
+/// and the `fstat` that records it makes the next change get a distinct one (multigrain
+/// timestamps); the window left is the microseconds between the daemon's change and its
+/// `fstat`. A record that no echo meets is harmless: it matches only that exact state.
 public final class OwnChanges: Sendable {
     struct EntryKey: Hashable {
         let directory: UInt64
         let name: FilePath.Component
     }
 
-    /// Nanoseconds an expectation waits for its echo.
-    static let lifetime: UInt64 = 2_000_000_000
+    /// Nanoseconds an expectation waits for its echo: long enough for a watcher that lags
+    /// under load, short so that one never met hides an outside change only briefly.
+    static let lifetime: UInt64 = 1_000_000_000
 
     private let entries = Mutex<[EntryKey: UInt64]>([:])
-    /// Per item: how many echoes are still expected, and until when. Counted, because one
-    /// request can make several (tar's chown, chmod and utimens are three IN_ATTRIB); a
-    /// count inotify merged away expires with the deadline.
-    private let items = Mutex<[UInt64: (count: Int, deadline: UInt64)]>([:])
+    /// Per item: its ctime right after the daemon's last change, and until when to keep it.
+    private let items = Mutex<[UInt64: (seconds: Int, nanoseconds: Int, deadline: UInt64)]>([:])
     /// Off until a watcher runs: without one, recording would only grow the tables.
     let enabled = Atomic<Bool>(false)
 
@@ -49,27 +56,27 @@ public final class OwnChanges: Sendable {
         }
     }
 
-    /// The item's attributes (or, at close, its data) are about to change.
-    func expectItem(_ inode: UInt64) {
+    /// The daemon has just changed the item (its attributes, or its data at close); `st` is
+    /// what `fstat` says now.
+    func recordItem(_ inode: UInt64, _ st: stat) {
         guard enabled.load(ordering: .relaxed) else { return }
         let deadline = Self.now() + Self.lifetime
         items.withLock { table in
             if table.count > 50_000 { let now = Self.now(); table = table.filter { $0.value.deadline >= now } }
-            table[inode] = ((table[inode]?.count ?? 0) + 1, deadline)
+            table[inode] = (st.st_ctim.tv_sec, st.st_ctim.tv_nsec, deadline)
         }
+    }
+
+    /// `recordItem` after `fstat` of a descriptor of the item (best effort: without the
+    /// record the echo is merely reported as outside, one needless invalidation).
+    func recordItem(_ inode: UInt64, descriptor fd: CInt) {
+        guard enabled.load(ordering: .relaxed), let st = try? Syscall.fstat(fd) else { return }
+        recordItem(inode, st)
     }
 
     func withdrawEntry(_ directory: UInt64, _ name: UnsafePointer<CChar>) {
         guard enabled.load(ordering: .relaxed), let component = FilePath.Component(platformString: name) else { return }
         _ = entries.withLock { $0.removeValue(forKey: EntryKey(directory: directory, name: component)) }
-    }
-
-    func withdrawItem(_ inode: UInt64) {
-        guard enabled.load(ordering: .relaxed) else { return }
-        items.withLock { table in
-            guard let e = table[inode] else { return }
-            table[inode] = e.count > 1 ? (e.count - 1, e.deadline) : nil
-        }
     }
 
     /// Runs a change of the entry `name` of `directory`, expecting its echo; a failed change
@@ -78,15 +85,6 @@ public final class OwnChanges: Sendable {
         expectEntry(directory, name)
         do { return try body() } catch {
             withdrawEntry(directory, name)
-            throw error
-        }
-    }
-
-    /// Runs a change of an item's attributes, expecting its echo (withdrawn on failure).
-    func expectingItem<R>(_ inode: UInt64, _ body: () throws(Errno) -> R) throws(Errno) -> R {
-        expectItem(inode)
-        do { return try body() } catch {
-            withdrawItem(inode)
             throw error
         }
     }
@@ -106,12 +104,15 @@ public final class OwnChanges: Sendable {
         return entries.withLock { ($0[EntryKey(directory: directory, name: name)] ?? 0) >= now }
     }
 
-    func isOwnItem(_ inode: UInt64) -> Bool {
+    /// Whether the item's current state `st` (the watcher's `fstatat` after an IN_CLOSE_WRITE
+    /// or IN_ATTRIB) is the one the daemon's own last change left.
+    func isOwnItemState(_ st: stat) -> Bool {
         let now = Self.now()
         return items.withLock { table in
-            guard let e = table[inode] else { return false }
-            table[inode] = e.count > 1 ? (e.count - 1, e.deadline) : nil
-            return e.deadline >= now
+            guard let e = table[UInt64(st.st_ino)] else { return false }
+            if e.seconds == st.st_ctim.tv_sec && e.nanoseconds == st.st_ctim.tv_nsec && e.deadline >= now { return true }
+            table[UInt64(st.st_ino)] = nil  // moved on: someone else changed it since
+            return false
         }
     }
 

@@ -223,7 +223,7 @@ public final class StoreWatcher: @unchecked Sendable {
             if mask & UInt32(IN_ATTRIB) != 0 && volume.ownChanges.expectsEntry(dir.inode, name) { return outside }
             guard let st = try? name.withName({ p throws(Errno) in try Syscall.fstatat(dir.fd, p) }) else { return outside }
             let inode = UInt64(st.st_ino)
-            if !volume.ownChanges.isOwnItem(inode) {
+            if !volume.ownChanges.isOwnItemState(st) {
                 outside = true
                 volume.forgetCachedAttributes(inode)
                 volume.notify { $0.itemChangedOutside(inode) }
