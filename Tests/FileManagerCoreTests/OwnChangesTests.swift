@@ -1,0 +1,56 @@
+@testable import FileManagerCore
+import Glibc
+import Testing
+
+/// The store watcher's test for "is this echo the daemon's own change?" on items: the item's
+/// state (ctime) must still be exactly what the daemon recorded after its change.
+@Suite("Store watcher: recognising the daemon's own item changes")
+struct OwnChangesTests {
+    func temporaryFile() throws -> (CInt, String) {
+        var template = Array("/tmp/containerfs-ownchanges-XXXXXX".utf8CString)
+        let fd = mkstemp(&template)
+        try #require(fd >= 0)
+        return (fd, String(cString: template))
+    }
+
+    func state(_ fd: CInt) throws -> stat {
+        var st = stat()
+        try #require(fstat(fd, &st) == 0)
+        return st
+    }
+
+    @Test func theRecordedStateIsOwnAsOftenAsItEchoes() throws {
+        let own = OwnChanges()
+        own.enabled.store(true, ordering: .relaxed)
+        let (fd, path) = try temporaryFile()
+        defer { close(fd); unlink(path) }
+        _ = write(fd, "a", 1)
+        let st = try state(fd)
+        own.recordItem(UInt64(st.st_ino), st)
+        // Merged or not, every echo of that state is the daemon's own.
+        #expect(own.isOwnItemState(try state(fd)))
+        #expect(own.isOwnItemState(try state(fd)))
+    }
+
+    @Test func aLaterChangeByAnyoneIsNotOwn() throws {
+        let own = OwnChanges()
+        own.enabled.store(true, ordering: .relaxed)
+        let (fd, path) = try temporaryFile()
+        defer { close(fd); unlink(path) }
+        _ = write(fd, "a", 1)
+        let st = try state(fd)
+        own.recordItem(UInt64(st.st_ino), st)
+        _ = pwrite(fd, "b", 1, 0)  // same size, new bytes, right after the record
+        #expect(!own.isOwnItemState(try state(fd)))
+        // The record is gone: even the old state no longer counts as own.
+        #expect(!own.isOwnItemState(st))
+    }
+
+    @Test func nothingIsOwnWithoutARecord() throws {
+        let own = OwnChanges()
+        own.enabled.store(true, ordering: .relaxed)
+        let (fd, path) = try temporaryFile()
+        defer { close(fd); unlink(path) }
+        #expect(!own.isOwnItemState(try state(fd)))
+    }
+}
