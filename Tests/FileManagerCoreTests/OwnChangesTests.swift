@@ -1,5 +1,6 @@
 @testable import FileManagerCore
 import Glibc
+import SystemPackage
 import Testing
 
 /// The store watcher's test for "is this echo the daemon's own change?" on items: the item's
@@ -52,5 +53,16 @@ struct OwnChangesTests {
         let (fd, path) = try temporaryFile()
         defer { close(fd); unlink(path) }
         #expect(!own.isOwnItemState(try state(fd)))
+    }
+
+    @Test func twoChangesOfOneNameBeforeTheWatcherCatchesUpAreTwoEchoes() {
+        let own = OwnChanges()
+        own.enabled.store(true, ordering: .relaxed)
+        let name: FilePath.Component = "h"
+        "h".withCString { own.expectEntry(7, $0) }   // a rename onto h
+        "h".withCString { own.expectEntry(7, $0) }   // then its unlink
+        #expect(own.isOwnEntry(7, name))               // MOVED_TO h
+        #expect(own.isOwnEntry(7, name))               // DELETE h
+        #expect(!own.isOwnEntry(7, name))              // a third change is someone else's
     }
 }

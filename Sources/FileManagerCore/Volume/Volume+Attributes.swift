@@ -31,9 +31,7 @@ extension Volume {
     public func setAttributes(_ item: Item, _ changes: AttributeChanges, handle: OpenFile?) throws(Errno) -> stat {
         if item.isVirtual { throw .permissionDenied }
         try zone(of: item).checkModify()
-        let st = try apply(changes, to: item, handle: handle)
-        ownChanges.recordItem(item.inode, st)
-        return st
+        return try ownChanges.changingItem(item.inode) { () throws(Errno) in try apply(changes, to: item, handle: handle) }
     }
 
     private func apply(_ changes: AttributeChanges, to item: Item, handle: OpenFile?) throws(Errno) -> stat {

@@ -55,8 +55,10 @@ extension Volume {
         guard Volume.isSupportedName(name) else { throw .notSupported }
         defer { if strncmp(name, "security.", 9) == 0 { forgetCachedAttributes(item) } }
         if strncmp(name, "security.", 9) == 0 { forgetCachedAttributes(item) }
-        try Syscall.setxattr(pathDescriptor: item.fd, name, value, flags)
-        ownChanges.recordItem(item.inode, descriptor: item.fd)
+        _ = try ownChanges.changingItem(item.inode) { () throws(Errno) in
+            try Syscall.setxattr(pathDescriptor: item.fd, name, value, flags)
+            return try Syscall.fstat(item.fd)
+        }
     }
 
     public func removeExtendedAttribute(_ item: Item, _ name: UnsafePointer<CChar>) throws(Errno) {
@@ -65,7 +67,9 @@ extension Volume {
         guard Volume.isSupportedName(name) else { throw .notSupported }
         defer { if strncmp(name, "security.", 9) == 0 { forgetCachedAttributes(item) } }
         if strncmp(name, "security.", 9) == 0 { forgetCachedAttributes(item) }
-        try Syscall.removexattr(pathDescriptor: item.fd, name)
-        ownChanges.recordItem(item.inode, descriptor: item.fd)
+        _ = try ownChanges.changingItem(item.inode) { () throws(Errno) in
+            try Syscall.removexattr(pathDescriptor: item.fd, name)
+            return try Syscall.fstat(item.fd)
+        }
     }
 }

@@ -26,11 +26,13 @@ public final class OpenFile: @unchecked Sendable {
         self.direct = direct
         self.writable = writable
         self.ownChanges = accessMode != O_RDONLY ? ownChanges : nil
+        self.ownChanges?.changing(item.inode, true)
     }
 
     deinit {
         ownChanges?.recordItem(item.inode, descriptor: fd)  // the close echoes as IN_CLOSE_WRITE
         Syscall.close(fd)
+        ownChanges?.changing(item.inode, false)
     }
 
     public func sync(dataOnly: Bool) throws(Errno) { try Syscall.fsync(fd, dataOnly: dataOnly) }

@@ -30,7 +30,14 @@ public final class OwnChanges: Sendable {
     /// under load, short so that one never met hides an outside change only briefly.
     static let lifetime: UInt64 = 1_000_000_000
 
-    private let entries = Mutex<[EntryKey: UInt64]>([:])
+    /// Per entry: how many echoes are expected, until when. Counted: a rename onto `h` and
+    /// an unlink of `h` made before the watcher caught up are two echoes of one name (entry
+    /// events never merge: consecutive ones on a name always differ).
+    private let entries = Mutex<[EntryKey: (count: Int, deadline: UInt64)]>([:])
+    /// Per item: how many of the daemon's own changes are in flight (a descriptor open for
+    /// writing, a setattr or xattr change under way). An item whose state moved on while the
+    /// daemon itself was changing it may have moved by the daemon's hand, not yet recorded.
+    private let busy = Mutex<[UInt64: Int]>([:])
     /// Per item: its ctime right after the daemon's last change, and until when to keep it.
     private let items = Mutex<[UInt64: (seconds: Int, nanoseconds: Int, deadline: UInt64)]>([:])
     /// Off until a watcher runs: without one, recording would only grow the tables.
@@ -51,8 +58,9 @@ public final class OwnChanges: Sendable {
         guard enabled.load(ordering: .relaxed), let component = FilePath.Component(platformString: name) else { return }
         let deadline = Self.now() + Self.lifetime
         entries.withLock { table in
-            if table.count > 50_000 { Self.purge(&table) }
-            table[EntryKey(directory: directory, name: component)] = deadline
+            if table.count > 50_000 { let now = Self.now(); table = table.filter { $0.value.deadline >= now } }
+            let key = EntryKey(directory: directory, name: component)
+            table[key] = ((table[key]?.count ?? 0) + 1, deadline)
         }
     }
 
@@ -74,9 +82,42 @@ public final class OwnChanges: Sendable {
         recordItem(inode, st)
     }
 
+    /// The daemon starts (`true`) or ends (`false`) a change of the item: see `busy`.
+    func changing(_ inode: UInt64, _ starts: Bool) {
+        busy.withLock { table in
+            let n = (table[inode] ?? 0) + (starts ? 1 : -1)
+            table[inode] = n > 0 ? n : nil
+        }
+    }
+
+    /// Runs one change of the item by the daemon, recording its state after (`st`).
+    func changingItem(_ inode: UInt64, _ body: () throws(Errno) -> stat) throws(Errno) -> stat {
+        changing(inode, true)
+        defer { changing(inode, false) }
+        let st = try body()
+        recordItem(inode, st)
+        return st
+    }
+
+    /// Whether the daemon is changing the item right now.
+    func isChanging(_ inode: UInt64) -> Bool {
+        busy.withLock { $0[inode] != nil }
+    }
+
     func withdrawEntry(_ directory: UInt64, _ name: UnsafePointer<CChar>) {
         guard enabled.load(ordering: .relaxed), let component = FilePath.Component(platformString: name) else { return }
-        _ = entries.withLock { $0.removeValue(forKey: EntryKey(directory: directory, name: component)) }
+        consume(EntryKey(directory: directory, name: component))
+    }
+
+    /// Takes one expected echo of `key`; whether there was a live one.
+    @discardableResult
+    private func consume(_ key: EntryKey) -> Bool {
+        let now = Self.now()
+        return entries.withLock { table in
+            guard let e = table[key] else { return false }
+            table[key] = e.count > 1 ? (e.count - 1, e.deadline) : nil
+            return e.deadline >= now
+        }
     }
 
     /// Runs a change of the entry `name` of `directory`, expecting its echo; a failed change
@@ -93,15 +134,14 @@ public final class OwnChanges: Sendable {
 
     /// Whether an entry event is the echo of an expected change (and consumes it).
     func isOwnEntry(_ directory: UInt64, _ name: FilePath.Component) -> Bool {
-        let now = Self.now()
-        return entries.withLock { $0.removeValue(forKey: EntryKey(directory: directory, name: name)).map { $0 >= now } ?? false }
+        consume(EntryKey(directory: directory, name: name))
     }
 
     /// Whether a change of the entry `name` of `directory` is expected, without consuming
     /// it: an unlink echoes as IN_ATTRIB (link count) before its IN_DELETE.
     func expectsEntry(_ directory: UInt64, _ name: FilePath.Component) -> Bool {
         let now = Self.now()
-        return entries.withLock { ($0[EntryKey(directory: directory, name: name)] ?? 0) >= now }
+        return entries.withLock { ($0[EntryKey(directory: directory, name: name)]?.deadline ?? 0) >= now }
     }
 
     /// Whether the item's current state `st` (the watcher's `fstatat` after an IN_CLOSE_WRITE
@@ -114,11 +154,6 @@ public final class OwnChanges: Sendable {
             table[UInt64(st.st_ino)] = nil  // moved on: someone else changed it since
             return false
         }
-    }
-
-    private static func purge<K>(_ table: inout [K: UInt64]) {
-        let now = Self.now()
-        table = table.filter { $0.value >= now }
     }
 
     /// Forgets every expectation (after a queue overflow everything is rescanned anyway).

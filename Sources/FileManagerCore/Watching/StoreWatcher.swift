@@ -227,7 +227,13 @@ public final class StoreWatcher: @unchecked Sendable {
                 outside = true
                 volume.forgetCachedAttributes(inode)
                 volume.notify { $0.itemChangedOutside(inode) }
-                if let listener, listener.wantsStoreChanges, let path = relativePath(dir, name) {
+                // While the daemon itself is changing the item, the state may have moved by
+                // its hand (a write through another descriptor, a setattr not yet recorded):
+                // the kernel's caches are dropped all the same (never stale), but presenters
+                // hear of an uncoordinated change only when the daemon is not in the middle
+                // of one of its own.
+                if let listener, listener.wantsStoreChanges, !volume.ownChanges.isChanging(inode),
+                   let path = relativePath(dir, name) {
                     listener.storeChanged(.changed(path))
                 }
             }
