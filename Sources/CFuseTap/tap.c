@@ -2,7 +2,6 @@
 #include "CFuseTap.h"
 
 #include <fcntl.h>
-#include <stdatomic.h>
 #include <stdint.h>
 #include <string.h>
 #include <unistd.h>
@@ -48,10 +47,8 @@ static uint64_t load64(const char *p)
 static __thread int request_clears_setid;
 /* The unique id of an INIT this thread read whose kernel offered KILLPRIV_V2 (0: none). */
 static __thread uint64_t init_offering_v2;
-static atomic_int negotiated;
 
 int cfusetap_request_clears_setid(void) { return request_clears_setid; }
-int cfusetap_killpriv_v2_negotiated(void) { return atomic_load_explicit(&negotiated, memory_order_relaxed); }
 
 static int bit_at(const char *arg, size_t arglen, size_t at, uint32_t bit)
 {
@@ -117,9 +114,7 @@ ssize_t cfusetap_writev(int fd, struct iovec *iov, int count, void *userdata)
                 uint32_t flags = load32(reply + INIT_FLAGS_AT) | FUSE_HANDLE_KILLPRIV_V2;
                 memcpy(reply + INIT_FLAGS_AT, &flags, sizeof flags);
                 struct iovec patched[2] = { iov[0], { reply, iov[1].iov_len } };
-                ssize_t n = writev(fd, patched, 2);
-                if (n >= 0) atomic_store_explicit(&negotiated, 1, memory_order_relaxed);
-                return n;
+                return writev(fd, patched, 2);
             }
         }
     }

@@ -124,10 +124,9 @@ extension FUSEBridge {
     }
 
     /// Reads of items whose content can never change through the mount (`snapshots/`, the
-    /// bundle) never wait for a claim (reference coordination §8.4).
-    func readsFreely(_ item: Item) -> Bool {
-        coordination?.isCoordinating == true && volume.zone(of: item).isReadOnly
-    }
+    /// bundle) never wait for a claim (reference coordination §8.4): the very items whose
+    /// mutations are refused before waiting.
+    func readsFreely(_ item: Item) -> Bool { refusesBeforeWaiting(item) }
 
     /// Mutations under `snapshots/` and in the bundle answer EROFS before any waiting.
     func refusesBeforeWaiting(_ item: Item) -> Bool {

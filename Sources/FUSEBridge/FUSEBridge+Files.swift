@@ -87,13 +87,13 @@ extension FUSEBridge {
             if n < 0 { return reply.fail(Errno(rawValue: CInt(-n))) }
             return reply.written(n)
         }
+        // Only a write that must clear set-ID bits needs its caller.
+        let writer = clearsSetID ? reply.caller(clearingSetID: true) : nil
         if let mount = coordination, !mount.enterFastPath() {
             file.coordinatedWriter.store(mount.purposes.purpose(ofThread: reply.caller.pid).rawValue, ordering: .relaxed)
-            return parkWrite(reply, buffers, offset, file, mount, caller: clearsSetID ? reply.caller(clearingSetID: true) : nil)
+            return parkWrite(reply, buffers, offset, file, mount, caller: writer)
         }
-        let n = clearsSetID ? Credentials.clearingSetID(for: reply.caller(clearingSetID: true), on: file.fd) {
-            cfuse_write_buf_to_fd(buffers, file.fd, offset)
-        } : cfuse_write_buf_to_fd(buffers, file.fd, offset)
+        let n = Credentials.clearingSetID(for: writer, on: file.fd) { cfuse_write_buf_to_fd(buffers, file.fd, offset) }
         coordination?.leaveFastPath()
         if n < 0 { return reply.fail(Errno(rawValue: CInt(-n))) }
         reply.written(n)

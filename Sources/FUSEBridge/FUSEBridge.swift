@@ -166,8 +166,10 @@ public final class FUSEBridge: @unchecked Sendable {
         if toSet & FUSE_SET_ATTR_MODE != 0 { changes.mode = attr.st_mode }
         if toSet & FUSE_SET_ATTR_UID != 0 { changes.uid = attr.st_uid }
         if toSet & FUSE_SET_ATTR_GID != 0 { changes.gid = attr.st_gid }
-        if toSet & FUSE_SET_ATTR_SIZE != 0 { changes.size = attr.st_size }
-        changes.caller = reply.caller(clearingSetID: clearsSetID)
+        if toSet & FUSE_SET_ATTR_SIZE != 0 {
+            changes.size = attr.st_size
+            changes.caller = reply.caller(clearingSetID: clearsSetID)
+        }
         if toSet & FUSE_SET_ATTR_ATIME_NOW != 0 { changes.accessTime = .now }
         else if toSet & FUSE_SET_ATTR_ATIME != 0 { changes.accessTime = .set(attr.st_atim) }
         if toSet & FUSE_SET_ATTR_MTIME_NOW != 0 { changes.modificationTime = .now }

@@ -76,9 +76,6 @@ public final class FUSESession {
         }
     }
 
-    /// Whether the kernel took FUSE_HANDLE_KILLPRIV_V2 (known once INIT has been answered).
-    public var handlesKillPrivV2: Bool { cfusetap_killpriv_v2_negotiated() != 0 }
-
     /// Serves requests on libfuse's multi-threaded loop until unmount or a signal
     /// (SIGINT, SIGTERM, SIGHUP end the loop; the mount is then removed cleanly).
     @discardableResult

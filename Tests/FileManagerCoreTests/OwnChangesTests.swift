@@ -20,27 +20,28 @@ struct OwnChangesTests {
         return st
     }
 
-    @Test func theRecordedStateIsOwnAsOftenAsItEchoes() throws {
+    /// A watching `OwnChanges`, and a file the daemon has just written and recorded.
+    func recordedChange() throws -> (OwnChanges, CInt, String, stat) {
         let own = OwnChanges()
         own.enabled.store(true, ordering: .relaxed)
         let (fd, path) = try temporaryFile()
-        defer { close(fd); unlink(path) }
         _ = write(fd, "a", 1)
         let st = try state(fd)
         own.recordItem(UInt64(st.st_ino), st)
+        return (own, fd, path, st)
+    }
+
+    @Test func theRecordedStateIsOwnAsOftenAsItEchoes() throws {
+        let (own, fd, path, _) = try recordedChange()
+        defer { close(fd); unlink(path) }
         // Merged or not, every echo of that state is the daemon's own.
         #expect(own.isOwnItemState(try state(fd)))
         #expect(own.isOwnItemState(try state(fd)))
     }
 
     @Test func aLaterChangeByAnyoneIsNotOwn() throws {
-        let own = OwnChanges()
-        own.enabled.store(true, ordering: .relaxed)
-        let (fd, path) = try temporaryFile()
+        let (own, fd, path, st) = try recordedChange()
         defer { close(fd); unlink(path) }
-        _ = write(fd, "a", 1)
-        let st = try state(fd)
-        own.recordItem(UInt64(st.st_ino), st)
         _ = pwrite(fd, "b", 1, 0)  // same size, new bytes, right after the record
         #expect(!own.isOwnItemState(try state(fd)))
         // The record is gone: even the old state no longer counts as own.

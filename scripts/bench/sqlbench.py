@@ -34,6 +34,17 @@ def report(phase, ops, secs):
     print(f"{phase} {ops} {secs:.6f} {ops / secs if secs > 0 else 0.0:.1f}", flush=True)
 
 
+def one_row_txns(db, phase, cnt, payload):
+    """Creates table t and times `cnt` transactions of one INSERT each."""
+    db.execute("CREATE TABLE t (id INTEGER PRIMARY KEY, v TEXT, k INTEGER)")
+    t0 = time.perf_counter()
+    for i in range(cnt):
+        db.execute("BEGIN")
+        db.execute("INSERT INTO t (v, k) VALUES (?, ?)", (payload, i))
+        db.execute("COMMIT")
+    report(phase, cnt, time.perf_counter() - t0)
+
+
 def main():
     if len(sys.argv) < 2:
         print(__doc__, file=sys.stderr)
@@ -49,14 +60,7 @@ def main():
     db = sqlite3.connect(os.path.join(d, "delete.db"), isolation_level=None)
     db.execute("PRAGMA journal_mode=DELETE")
     db.execute("PRAGMA synchronous=FULL")
-    db.execute("CREATE TABLE t (id INTEGER PRIMARY KEY, v TEXT, k INTEGER)")
-    cnt = n(500)
-    t0 = time.perf_counter()
-    for i in range(cnt):
-        db.execute("BEGIN")
-        db.execute("INSERT INTO t (v, k) VALUES (?, ?)", (payload, i))
-        db.execute("COMMIT")
-    report("txn_delete", cnt, time.perf_counter() - t0)
+    one_row_txns(db, "txn_delete", n(500), payload)
     db.close()
 
     # txn_wal: WAL, synchronous=NORMAL (fsync only at checkpoints)
@@ -65,14 +69,7 @@ def main():
     if db.execute("PRAGMA journal_mode=WAL").fetchone()[0].lower() != "wal":
         raise SystemExit("sqlbench: WAL mode refused")
     db.execute("PRAGMA synchronous=NORMAL")
-    db.execute("CREATE TABLE t (id INTEGER PRIMARY KEY, v TEXT, k INTEGER)")
-    cnt = n(5000)
-    t0 = time.perf_counter()
-    for i in range(cnt):
-        db.execute("BEGIN")
-        db.execute("INSERT INTO t (v, k) VALUES (?, ?)", (payload, i))
-        db.execute("COMMIT")
-    report("txn_wal", cnt, time.perf_counter() - t0)
+    one_row_txns(db, "txn_wal", n(5000), payload)
 
     # bulk_insert: one big transaction + an index
     rows = n(200000)

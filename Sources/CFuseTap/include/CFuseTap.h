@@ -39,7 +39,4 @@ ssize_t cfusetap_splice_send(int fdin, off_t *offin, int fdout, off_t *offout, s
  * request's handler, before it can be parked and resumed on another thread. */
 int cfusetap_request_clears_setid(void);
 
-/* Whether an INIT answered through this tap (in this process) turned KILLPRIV_V2 on. */
-int cfusetap_killpriv_v2_negotiated(void);
-
 #endif

@@ -22,7 +22,6 @@ public struct AttributeChanges: Sendable {
         if case .omit = accessTime, case .omit = modificationTime { return false }
         return true
     }
-
 }
 
 extension Volume {

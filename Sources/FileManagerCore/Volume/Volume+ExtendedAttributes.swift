@@ -50,25 +50,25 @@ extension Volume {
     }
 
     public func setExtendedAttribute(_ item: Item, _ name: UnsafePointer<CChar>, _ value: UnsafeRawBufferPointer, flags: CInt) throws(Errno) {
-        if item.isVirtual { throw .permissionDenied }
-        try zone(of: item).checkModify()
-        guard Volume.isSupportedName(name) else { throw .notSupported }
-        defer { if strncmp(name, "security.", 9) == 0 { forgetCachedAttributes(item) } }
-        if strncmp(name, "security.", 9) == 0 { forgetCachedAttributes(item) }
-        _ = try ownChanges.changingItem(item.inode) { () throws(Errno) in
-            try Syscall.setxattr(pathDescriptor: item.fd, name, value, flags)
-            return try Syscall.fstat(item.fd)
-        }
+        try changeExtendedAttribute(item, name) { () throws(Errno) in try Syscall.setxattr(pathDescriptor: item.fd, name, value, flags) }
     }
 
     public func removeExtendedAttribute(_ item: Item, _ name: UnsafePointer<CChar>) throws(Errno) {
+        try changeExtendedAttribute(item, name) { () throws(Errno) in try Syscall.removexattr(pathDescriptor: item.fd, name) }
+    }
+
+    /// Setting and removing alike: a modification (refused where the zone forbids one), of a
+    /// supported name, forgetting the cached `security.capability` answer before and after,
+    /// and recorded as the daemon's own change for the store watcher.
+    private func changeExtendedAttribute(_ item: Item, _ name: UnsafePointer<CChar>, _ change: () throws(Errno) -> Void) throws(Errno) {
         if item.isVirtual { throw .permissionDenied }
         try zone(of: item).checkModify()
         guard Volume.isSupportedName(name) else { throw .notSupported }
-        defer { if strncmp(name, "security.", 9) == 0 { forgetCachedAttributes(item) } }
-        if strncmp(name, "security.", 9) == 0 { forgetCachedAttributes(item) }
+        let security = strncmp(name, "security.", 9) == 0
+        defer { if security { forgetCachedAttributes(item) } }
+        if security { forgetCachedAttributes(item) }
         _ = try ownChanges.changingItem(item.inode) { () throws(Errno) in
-            try Syscall.removexattr(pathDescriptor: item.fd, name)
+            try change()
             return try Syscall.fstat(item.fd)
         }
     }

@@ -7,8 +7,8 @@ import SystemPackage
 /// later as uncoordinated presenter events).
 ///
 /// Entries (names appearing, vanishing, moving) are expected *before* the system call (else
-/// the echo could be read first) and met by the first echo, which removes the expectation;
-/// a failed call withdraws it, and one whose echo never comes expires after `lifetime`.
+/// the echo could be read first), counted per name, and each met by one echo; a failed call
+/// withdraws its expectation, and one whose echo never comes expires after `lifetime`.
 ///
 /// Items (IN_CLOSE_WRITE, IN_ATTRIB) are recognised by *state*, not by counting echoes:
 /// right after changing an item the daemon records its ctime, and an event is the daemon's
@@ -58,7 +58,7 @@ public final class OwnChanges: Sendable {
         guard enabled.load(ordering: .relaxed), let component = FilePath.Component(platformString: name) else { return }
         let deadline = Self.now() + Self.lifetime
         entries.withLock { table in
-            if table.count > 50_000 { let now = Self.now(); table = table.filter { $0.value.deadline >= now } }
+            Self.prune(&table) { $0.deadline }
             let key = EntryKey(directory: directory, name: component)
             table[key] = ((table[key]?.count ?? 0) + 1, deadline)
         }
@@ -70,7 +70,7 @@ public final class OwnChanges: Sendable {
         guard enabled.load(ordering: .relaxed) else { return }
         let deadline = Self.now() + Self.lifetime
         items.withLock { table in
-            if table.count > 50_000 { let now = Self.now(); table = table.filter { $0.value.deadline >= now } }
+            Self.prune(&table) { $0.deadline }
             table[inode] = (st.st_ctim.tv_sec, st.st_ctim.tv_nsec, deadline)
         }
     }
@@ -122,7 +122,7 @@ public final class OwnChanges: Sendable {
 
     /// Runs a change of the entry `name` of `directory`, expecting its echo; a failed change
     /// makes no echo, so its expectation is withdrawn (it would hide the next outside change).
-    func expectingEntry<R>(_ directory: UInt64, _ name: UnsafePointer<CChar>, _ body: () throws(Errno) -> R) throws(Errno) -> R {
+    func expectingEntry<R, E: Error>(_ directory: UInt64, _ name: UnsafePointer<CChar>, _ body: () throws(E) -> R) throws(E) -> R {
         expectEntry(directory, name)
         do { return try body() } catch {
             withdrawEntry(directory, name)
@@ -156,6 +156,13 @@ public final class OwnChanges: Sendable {
         }
     }
 
+    /// Keeps a table from growing without bound: past 50,000 entries, expired ones go.
+    private static func prune<K, V>(_ table: inout [K: V], deadline: (V) -> UInt64) {
+        guard table.count > 50_000 else { return }
+        let now = Self.now()
+        table = table.filter { deadline($0.value) >= now }
+    }
+
     /// Forgets every expectation (after a queue overflow everything is rescanned anyway).
     func reset() {
         entries.withLock { $0.removeAll() }
@@ -167,10 +174,6 @@ extension Volume {
     /// Runs a change the daemon makes to the entry `name` of the directory `parent` outside
     /// a kernel request (a CLI command), expecting its echo from the store watcher.
     public func expectingOwnEntry(parent: UInt64, _ name: UnsafePointer<CChar>, _ body: () throws -> Void) throws {
-        ownChanges.expectEntry(parent, name)
-        do { try body() } catch {
-            ownChanges.withdrawEntry(parent, name)
-            throw error
-        }
+        try ownChanges.expectingEntry(parent, name, body)
     }
 }
