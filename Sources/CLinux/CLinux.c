@@ -3,6 +3,7 @@
 #include "CLinux.h"
 
 #include <errno.h>
+#include <poll.h>
 #include <fcntl.h>
 #include <spawn.h>
 #include <stdio.h>
@@ -77,7 +78,7 @@ int clinux_birth_time(int dirfd, const char *path, int flags, int64_t *sec, uint
     return 1;
 }
 
-int clinux_inotify_init(void) { return inotify_init1(IN_CLOEXEC); }
+int clinux_inotify_init(void) { return inotify_init1(IN_CLOEXEC | IN_NONBLOCK); }
 int clinux_inotify_add_watch(int fd, const char *path, uint32_t mask) { return inotify_add_watch(fd, path, mask); }
 int clinux_inotify_rm_watch(int fd, int wd) { return inotify_rm_watch(fd, wd); }
 
@@ -122,4 +123,10 @@ int clinux_raise_nofile_limit(void)
 
 int clinux_become_subreaper(void) { return prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0); }
 
-int clinux_eventfd(void) { return eventfd(0, EFD_CLOEXEC); }
+int clinux_eventfd(void) { return eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK); }
+
+int clinux_wait_readable(int fd, unsigned microseconds) {
+    struct pollfd p = { .fd = fd, .events = POLLIN };
+    struct timespec t = { .tv_sec = microseconds / 1000000, .tv_nsec = (long)(microseconds % 1000000) * 1000 };
+    return ppoll(&p, 1, &t, NULL);
+}

@@ -13,12 +13,22 @@ extension FUSEBridge {
     /// `clearsSetID`: the kernel's FUSE_OPEN_KILL_SUIDGID, read off the wire by `CFuseTap`.
     func open(_ reply: consuming Reply, _ ino: fuse_ino_t, _ fi: UnsafeMutablePointer<fuse_file_info>, clearsSetID: Bool) {
         guard let item = node(ino) else { return reply.fail(Errno.noSuchFileOrDirectory) }
-        let flags = fi.pointee.flags
+        // The kernel's fuse_file_info lives until the handler returns; a later answer uses a copy.
+        let info = fi.pointee
+        let caller = reply.caller(clearingSetID: clearsSetID)
+        // A truncating open needs no news of the old content (and under writeback the
+        // kernel holds the inode against page invalidation while it waits).
+        if info.flags & O_TRUNC != 0 { return open(reply, item, info, caller) }
+        afterStoreNews(reply) { [self] reply in open(reply, item, info, caller) }
+    }
+
+    private func open(_ reply: consuming Reply, _ item: Item, _ info: fuse_file_info, _ caller: Caller) {
+        let flags = info.flags
+        // A name replaced in the store while the kernel still had it cached: the kernel
+        // retries the open with a fresh lookup (ESTALE), and opens the new file.
+        if isCoherent && volume.wasReplacedInStore(item) { return reply.fail(Errno.staleNFSFileHandle) }
         let writing = (flags & O_ACCMODE) != O_RDONLY || (flags & O_TRUNC) != 0
         if writing && refusesBeforeWaiting(item) { return reply.fail(Errno.readOnlyFileSystem) }
-        // The kernel's fuse_file_info lives until we answer; parked opens answer with a copy.
-        var info = fi.pointee
-        let caller = reply.caller(clearingSetID: clearsSetID)
         let free = !writing && readsFreely(item)
         coordinate(reply, RequestNames(), free: free, {
             let target = coordination!.target(of: item)
@@ -38,6 +48,15 @@ extension FUSEBridge {
                 reply.fail(error)
             }
         }
+    }
+
+    /// Runs `body` once the store watcher has caught up with every change made to the
+    /// store before this request (DESIGN.md 27): at once when nothing is on its way (the
+    /// usual case), else later, with the reply moved to the thread that brought the news.
+    private func afterStoreNews(_ reply: consuming Reply, _ body: @escaping @Sendable (consuming Reply) -> Void) {
+        guard let watcher, !watcher.isCaughtUp() else { return body(reply) }
+        let parked = ParkedRequest(reply)
+        watcher.whenCaughtUp { body(parked.take()) }
     }
 
     func create(_ reply: consuming Reply, _ parent: fuse_ino_t, _ name: UnsafePointer<CChar>, _ mode: mode_t,

@@ -11,17 +11,28 @@ import SystemPackage
 /// handler or under a core lock: libfuse documents that the kernel may answer such a call
 /// by sending a request to this very daemon, which would deadlock a handler waiting for it.
 ///
+/// A request that must not be answered before queued notifications took effect (an OPEN
+/// after an edit in the store, DESIGN.md 27) queues its answer behind them.
+///
 /// Sendable note: `session` is fixed for the notifier's life; the queue is behind `jobs`.
 public final class KernelNotifier: VolumeObserver, @unchecked Sendable {
     enum Job {
         case entry(parent: UInt64, name: FilePath.Component)
         case inode(UInt64)
+        /// Runs after every job queued before it.
+        case then(@Sendable () -> Void)
+    }
+
+    struct Queue {
+        var jobs: [Job] = []
+        /// A batch taken off the queue is being worked through.
+        var working = false
     }
 
     private let session: OpaquePointer
     /// Only items the kernel holds are worth a notification (others answer ENOENT).
     private let volume: Volume
-    private let jobs = Mutex<[Job]>([])
+    private let queue = Mutex<Queue>(Queue())
     private let wakeup = DispatchSemaphore(value: 0)
     private let running = Atomic<Bool>(true)
     private let finished = DispatchSemaphore(value: 0)
@@ -43,13 +54,28 @@ public final class KernelNotifier: VolumeObserver, @unchecked Sendable {
 
     public func entryChanged(parent: UInt64, name: FilePath.Component) {
         guard volume.item(parent) != nil else { return }
-        jobs.withLock { $0.append(.entry(parent: parent, name: name)) }
-        wakeup.signal()
+        enqueue(.entry(parent: parent, name: name))
     }
 
     public func itemChanged(_ inode: UInt64) {
         guard volume.item(inode) != nil else { return }
-        jobs.withLock { $0.append(.inode(inode)) }
+        enqueue(.inode(inode))
+    }
+
+    public var hasPendingChanges: Bool { queue.withLock { $0.working || !$0.jobs.isEmpty } }
+
+    public func afterPendingChanges(_ body: @escaping @Sendable () -> Void) -> Bool {
+        let queued = queue.withLock { q in
+            guard q.working || !q.jobs.isEmpty else { return false }
+            q.jobs.append(.then(body))
+            return true
+        }
+        if queued { wakeup.signal() }
+        return queued
+    }
+
+    private func enqueue(_ job: Job) {
+        queue.withLock { $0.jobs.append(job) }
         wakeup.signal()
     }
 
@@ -69,14 +95,18 @@ public final class KernelNotifier: VolumeObserver, @unchecked Sendable {
     }
 
     private func loop() {
-        defer { finished.signal() }
+        defer {
+            // Answers waiting behind notifications still go out, before the session does.
+            for case .then(let body) in queue.withLock({ $0.jobs }) { body() }
+            finished.signal()
+        }
         while running.load(ordering: .acquiring) {
             wakeup.wait()
             guard running.load(ordering: .acquiring) else { return }
-            let batch = jobs.withLock { queue -> [Job] in
-                let taken = queue
-                queue.removeAll()
-                return taken
+            let batch = queue.withLock { q -> [Job] in
+                q.working = true
+                defer { q.jobs.removeAll() }
+                return q.jobs
             }
             for job in batch {
                 switch job {
@@ -86,8 +116,11 @@ public final class KernelNotifier: VolumeObserver, @unchecked Sendable {
                     }
                 case .inode(let inode):
                     _ = fuse_lowlevel_notify_inval_inode(session, fuse_ino_t(inode), 0, 0)
+                case .then(let body):
+                    body()
                 }
             }
+            queue.withLock { $0.working = false }
         }
     }
 }

@@ -25,12 +25,6 @@ struct WatchGatherTests {
         #expect(gather.microseconds(now: 20 * ms) == WatchGather.normal)
     }
 
-    @Test func aFullReadIsFollowedAtOnce() {
-        var gather = WatchGather()
-        gather.finished(outside: false, full: true, now: 10 * ms)
-        #expect(gather.microseconds(now: 10 * ms + 10_000) == 0)
-    }
-
     @Test func anOutsideChangeKeepsTheNextWakeUpShort() {
         var gather = WatchGather()
         gather.finished(outside: false, now: 10 * ms)

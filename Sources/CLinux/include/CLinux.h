@@ -86,8 +86,11 @@ struct clinux_inotify_event {
     char name[];
 };
 
-/* MARK: eventfd (close-on-exec, for waking poll) */
+/* MARK: eventfd (non-blocking, close-on-exec, for waking poll) */
 int clinux_eventfd(void);
+/* Waits at most `microseconds` for `fd` to become readable (ppoll: finer than poll's ms);
+   >0 when it did. */
+int clinux_wait_readable(int fd, unsigned microseconds);
 
 /* MARK: sockets */
 int clinux_accept_cloexec(int fd);

@@ -20,6 +20,10 @@ public final class ItemTable: Sendable {
     /// trash), which makes every cached zone below it stale. Items compare their stamp and
     /// recompute lazily; such moves are rare, so the common path is one atomic load.
     let zoneEpoch = Atomic<UInt64>(0)
+    /// Bumped by the store watcher for every entry removed or renamed in the store outside
+    /// the mount: a name the kernel resolved before may now lead elsewhere
+    /// (`Volume.wasReplacedInStore`).
+    let outsideEntryEpoch = Atomic<UInt64>(0)
 
     init() {
         shards = (0..<Self.shardCount).map { _ in Shard() }
@@ -38,21 +42,25 @@ public final class ItemTable: Sendable {
     /// one with `make` (which opens its descriptor) and inserts it with one reference.
     /// `make` runs outside the lock; if another thread inserted meanwhile, its item wins.
     func remember(_ inode: UInt64, make: () throws(Errno) -> Item) throws(Errno) -> Item {
+        let epoch = outsideEntryEpoch.load(ordering: .acquiring)
         let s = shard(inode)
         if let existing = shards[s].withLock({ table -> Item? in
             guard let item = table[inode] else { return nil }
             item.state.withLock { $0.references += 1 }
             return item
         }) {
+            existing.resolvedEpoch.store(epoch, ordering: .relaxed)
             return existing
         }
         let fresh = try make()
-        return shards[s].withLock { table in
+        let item = shards[s].withLock { table in
             let item = table[inode] ?? fresh
             table[inode] = item
             item.state.withLock { $0.references += 1 }
             return item
         }
+        item.resolvedEpoch.store(epoch, ordering: .relaxed)
+        return item
     }
 
     /// Adds references to an item the client already holds (e.g. root).

@@ -88,6 +88,24 @@ extension Volume {
                         accessMode: flags & O_ACCMODE, ownChanges: ownChanges)
     }
 
+    /// Whether the name the kernel resolved to `item` now leads elsewhere in the store, or
+    /// nowhere: an editor saved by renaming a new file over it, or it was deleted, outside
+    /// the mount, and the kernel's entry was still cached when it walked the path. Looked at
+    /// once per item after each such outside change (`ItemTable.outsideEntryEpoch`); an
+    /// OPEN then answers ESTALE and the kernel walks the path again, asking (DESIGN.md 27).
+    public func wasReplacedInStore(_ item: Item) -> Bool {
+        let epoch = items.outsideEntryEpoch.load(ordering: .acquiring)
+        guard item.resolvedEpoch.exchange(epoch, ordering: .relaxed) != epoch else { return false }
+        let (parent, name) = item.state.withLock { ($0.parent, $0.name) }
+        guard let parent, let name, !parent.isVirtual else { return false }
+        do {
+            let st = try name.withName { p throws(Errno) in try Syscall.fstatat(parent.fd, p) }
+            return UInt64(st.st_ino) != item.inode
+        } catch {
+            return error == .noSuchFileOrDirectory
+        }
+    }
+
     /// Creates and opens a new file (`open(O_CREAT)` of a missing name); O_EXCL is the
     /// kernel's business, which asks only when the name does not exist.
     public func create(_ parent: Item, _ name: UnsafePointer<CChar>, mode: mode_t, flags: CInt, caller: Caller) throws(Errno) -> (Item, stat, OpenFile) {

@@ -58,6 +58,24 @@ public final class Volume: Sendable {
         for o in changeObservers.withLock({ $0 }) { body(o) }
     }
 
+    /// Whether an observer has yet to act on something it was told.
+    var observersHavePendingChanges: Bool {
+        changeObservers.withLock { $0 }.contains { $0.hasPendingChanges }
+    }
+
+    /// Runs `body` once every observer acted on what it was told so far and returns true;
+    /// false when none had anything pending (`body` was not run).
+    func afterObserversCaughtUp(_ body: @escaping @Sendable () -> Void) -> Bool {
+        Self.after(changeObservers.withLock { $0 }[...], body)
+    }
+
+    private static func after(_ observers: ArraySlice<any VolumeObserver>, _ body: @escaping @Sendable () -> Void) -> Bool {
+        guard let first = observers.first else { return false }
+        let rest = observers.dropFirst()
+        if first.afterPendingChanges({ if !after(rest, body) { body() } }) { return true }
+        return after(rest, body)
+    }
+
     /// The item the client holds under `inode`.
     @inline(__always)
     public func item(_ inode: UInt64) -> Item? { items.item(inode) }
@@ -247,10 +265,18 @@ public protocol VolumeObserver: Sendable {
     /// once (the kernel notifier does, so a reader's next system call sees the change).
     func entryChangedOutside(parent: UInt64, name: FilePath.Component)
     func itemChangedOutside(_ inode: UInt64)
+    /// Whether something the observer was told has yet to take effect (a queued kernel
+    /// notification).
+    var hasPendingChanges: Bool { get }
+    /// Runs `body` once everything told so far took effect and returns true; false when
+    /// nothing is pending (`body` is not run). Never runs `body` before returning.
+    func afterPendingChanges(_ body: @escaping @Sendable () -> Void) -> Bool
 }
 
 extension VolumeObserver {
     public func resync() {}
     public func entryChangedOutside(parent: UInt64, name: FilePath.Component) { entryChanged(parent: parent, name: name) }
     public func itemChangedOutside(_ inode: UInt64) { itemChanged(inode) }
+    public var hasPendingChanges: Bool { false }
+    public func afterPendingChanges(_ body: @escaping @Sendable () -> Void) -> Bool { false }
 }

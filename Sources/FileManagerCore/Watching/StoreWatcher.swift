@@ -22,8 +22,12 @@ import SystemPackage
 /// be watched (watch limit) make the watcher `incomplete`, which the mount answers with
 /// short cache timeouts instead of long ones: never silence.
 ///
-/// Sendable note: `watches` is touched only on the watcher thread after `start()`; before,
-/// only by `init` (single-threaded).
+/// A request that must see every change made before it (an OPEN) first catches up with
+/// the queue (`isCaughtUp`, `whenCaughtUp`): inotify queues an event before the change's
+/// system call returns, so whoever reads the queue to its end knows of every earlier change.
+///
+/// Sendable note: `watches`, `movedFrom` and `buffer` are touched only with `draining` held
+/// after `start()`; before, only by `init` (single-threaded).
 public final class StoreWatcher: @unchecked Sendable {
     struct Watched {
         let fd: CInt      // O_PATH descriptor of the directory
@@ -85,12 +89,11 @@ public final class StoreWatcher: @unchecked Sendable {
     /// Stops the thread and waits for it (at most one poll interval).
     public func stop() {
         running.store(false, ordering: .releasing)
-        var one: UInt64 = 1
-        _ = write(wakeFD, &one, 8)
+        wake()
         if started.load(ordering: .acquiring) { finished.wait() }
     }
 
-    public var watchCount: Int { watches.count }
+    public var watchCount: Int { draining.withLock { _ in watches.count } }
 
     // MARK: - Watches
 
@@ -144,47 +147,123 @@ public final class StoreWatcher: @unchecked Sendable {
 
     // MARK: - Events
 
+    private static let bufferSize = 64 * 1024
+    /// The inotify read buffer; used with `draining` held.
+    private let buffer = UnsafeMutableRawPointer.allocate(byteCount: StoreWatcher.bufferSize, alignment: 8)
+    /// Held by whoever reads and handles events: the watcher thread, or a request handler
+    /// catching up (`catchUp`). Guards `watches`, `movedFrom` and `buffer` after `start()`.
+    private let draining = Mutex<Void>(())
+    /// Requests that found the watcher thread reading: it lets them go after its batch.
+    private let waiters = Mutex<[@Sendable () -> Void]>([])
+
+    deinit { buffer.deallocate() }
+
     private func loop() {
-        let size = 64 * 1024
-        let buffer = UnsafeMutableRawPointer.allocate(byteCount: size, alignment: 8)
-        defer { buffer.deallocate() }
         var pollers = [pollfd(fd: inotify, events: Int16(POLLIN), revents: 0),
                        pollfd(fd: wakeFD, events: Int16(POLLIN), revents: 0)]
         var gather = WatchGather()
         while running.load(ordering: .acquiring) {
             let ready = poll(&pollers, 2, 1000)
-            if ready <= 0 || pollers[0].revents == 0 { continue }
-            // Let a burst of events gather, so one wake-up reads many (WatchGather).
-            let wait = gather.microseconds(now: OwnChanges.now())
-            if wait > 0 { usleep(wait) }
-            let n = read(inotify, buffer, size)
-            if n <= 0 { continue }
+            if ready <= 0 { continue }
+            if pollers[1].revents != 0 { clearWake() }
+            let waiting = waiters.withLock { !$0.isEmpty }
+            if pollers[0].revents == 0 && !waiting { continue }
+            // Let a burst of events gather, so one wake-up reads many (WatchGather), unless
+            // a request is waiting for the news (a wake cuts the gathering short).
+            let wait = waiting ? 0 : gather.microseconds(now: OwnChanges.now())
+            if wait > 0 && sleepUnlessWoken(microseconds: wait) { clearWake() }
+            let released = draining.withLock { _ -> [@Sendable () -> Void] in
+                let batch = drain(inline: true)
+                if batch.events > 0 { gather.finished(outside: batch.outside, now: OwnChanges.now()) }
+                // A waiter registered while the batch was read may have been preceded by
+                // events queued after that read: read once more before letting it go.
+                let taken = waiters.withLock { w in defer { w.removeAll() }; return w }
+                if !taken.isEmpty { _ = drain(inline: true) }
+                return taken
+            }
+            for then in released where !volume.afterObserversCaughtUp(then) { then() }
+        }
+        // Stopping: requests still waiting are answered now, before the session goes.
+        for then in waiters.withLock({ w in defer { w.removeAll() }; return w }) { then() }
+    }
+
+    /// Reads and handles every queued event; `draining` held. `inline`: on the watcher
+    /// thread, which tells the kernel at once; a request handler must not (libfuse: a
+    /// notification may wait on the kernel, which may wait on a request), so there the
+    /// observers queue it.
+    private func drain(inline: Bool) -> (events: Int, outside: Bool) {
+        var events = 0
+        var outside = false
+        while true {
+            let n = read(inotify, buffer, Self.bufferSize)
+            if n <= 0 { break }
             var offset = 0
-            var outside = false
             while offset < n {
                 let event = (buffer + offset).assumingMemoryBound(to: clinux_inotify_event.self)
                 let length = Int(event.pointee.len)
                 let name: FilePath.Component? = length > 0
                     ? FilePath.Component(platformString: UnsafeRawPointer(buffer + offset + 16).assumingMemoryBound(to: CChar.self))
                     : nil
-                if handle(wd: event.pointee.wd, mask: event.pointee.mask, cookie: event.pointee.cookie, name: name) { outside = true }
+                if handle(wd: event.pointee.wd, mask: event.pointee.mask, cookie: event.pointee.cookie, name: name, inline: inline) {
+                    outside = true
+                }
                 if length > 0, event.pointee.mask & UInt32(IN_ISDIR) != 0,
                    event.pointee.mask & UInt32(IN_DELETE) != 0, let name { unwatch(parent: event.pointee.wd, name: name) }
                 offset += 16 + length
+                events += 1
             }
-            // A move out of the store (or whose other half was lost) is a deletion.
-            for (_, from) in movedFrom { listener?.storeChanged(.deleted(from)) }
-            movedFrom.removeAll()
-            // A read within one maximal event of the buffer's end may have left events queued.
-            gather.finished(outside: outside, full: n > size - 16 - 256, now: OwnChanges.now())
+            // Room left for the longest event (16 bytes and a 255-byte name): the queue was empty.
+            if n + 16 + 256 <= Self.bufferSize { break }
         }
+        // A move out of the store (or whose other half was lost) is a deletion.
+        for (_, from) in movedFrom { listener?.storeChanged(.deleted(from)) }
+        movedFrom.removeAll()
+        return (events, outside)
+    }
+
+    // MARK: - Catching up (DESIGN.md 27)
+
+    /// Whether every change made to the store before this call has reached the volume's
+    /// observers. Reads the queue itself (one non-blocking read, the usual answer "nothing")
+    /// when the watcher thread is not reading it; false when something is still on its way.
+    public func isCaughtUp() -> Bool {
+        guard draining.withLockIfAvailable({ _ in _ = drain(inline: false) }) != nil else { return false }
+        return !volume.observersHavePendingChanges
+    }
+
+    /// Runs `then` once every change made to the store before this call has reached the
+    /// volume's observers (the kernel has dropped what it cached): at once, on this thread,
+    /// when nothing is pending; otherwise on the thread that delivers the last of it.
+    public func whenCaughtUp(_ then: @escaping @Sendable () -> Void) {
+        if draining.withLockIfAvailable({ _ in _ = drain(inline: false) }) != nil {
+            if !volume.afterObserversCaughtUp(then) { then() }
+            return
+        }
+        // The watcher thread is reading: it takes `then` after its batch.
+        waiters.withLock { $0.append(then) }
+        wake()
+    }
+
+    private func wake() {
+        var one: UInt64 = 1
+        _ = write(wakeFD, &one, 8)
+    }
+
+    private func clearWake() {
+        var count: UInt64 = 0
+        _ = read(wakeFD, &count, 8)
+    }
+
+    /// Sleeps for the gathering time; true when `wake()` cut it short.
+    private func sleepUnlessWoken(microseconds: UInt32) -> Bool {
+        clinux_wait_readable(wakeFD, microseconds) > 0
     }
 
     /// MOVED_FROM halves waiting for their MOVED_TO (same cookie), by cookie.
     private var movedFrom: [UInt32: FilePath] = [:]
 
     /// Handles one event; true when it was a change made outside the mount.
-    private func handle(wd: CInt, mask: UInt32, cookie: UInt32, name: FilePath.Component?) -> Bool {
+    private func handle(wd: CInt, mask: UInt32, cookie: UInt32, name: FilePath.Component?, inline: Bool) -> Bool {
         if mask & UInt32(IN_Q_OVERFLOW) != 0 { rescan(); return true }
         if mask & UInt32(IN_IGNORED) != 0 {
             if let gone = watches.removeValue(forKey: wd) { Syscall.close(gone.fd) }
@@ -192,7 +271,7 @@ public final class StoreWatcher: @unchecked Sendable {
         }
         guard let dir = watches[wd] else { return false }
         guard let name else {
-            if mask & UInt32(IN_ATTRIB) != 0 { volume.notify { $0.itemChanged(dir.inode) } }
+            if mask & UInt32(IN_ATTRIB) != 0 { tellItemChanged(dir.inode, inline: inline) }
             return true
         }
         var outside = false
@@ -205,8 +284,11 @@ public final class StoreWatcher: @unchecked Sendable {
             }
             if !volume.ownChanges.isOwnEntry(dir.inode, name) {
                 outside = true
-                volume.notify { $0.entryChangedOutside(parent: directoryNode, name: name) }
-                volume.notify { $0.itemChangedOutside(directoryNode) }
+                if mask & UInt32(IN_DELETE | IN_MOVED_FROM | IN_MOVED_TO) != 0 {
+                    volume.items.outsideEntryEpoch.add(1, ordering: .releasing)
+                }
+                tellEntryChanged(parent: directoryNode, name: name, inline: inline)
+                tellItemChanged(directoryNode, inline: inline)
                 if let listener, listener.wantsStoreChanges, let path = relativePath(dir, name) {
                     if mask & UInt32(IN_MOVED_FROM) != 0 {
                         movedFrom[cookie] = path
@@ -226,7 +308,7 @@ public final class StoreWatcher: @unchecked Sendable {
             if !volume.ownChanges.isOwnItemState(st) {
                 outside = true
                 volume.forgetCachedAttributes(inode)
-                volume.notify { $0.itemChangedOutside(inode) }
+                tellItemChanged(inode, inline: inline)
                 // While the daemon itself is changing the item, the state may have moved by
                 // its hand (a write through another descriptor, a setattr not yet recorded):
                 // the kernel's caches are dropped all the same (never stale), but presenters
@@ -239,6 +321,15 @@ public final class StoreWatcher: @unchecked Sendable {
             }
         }
         return outside
+    }
+
+    private func tellEntryChanged(parent: UInt64, name: FilePath.Component, inline: Bool) {
+        if inline { volume.notify { $0.entryChangedOutside(parent: parent, name: name) } }
+        else { volume.notify { $0.entryChanged(parent: parent, name: name) } }
+    }
+
+    private func tellItemChanged(_ inode: UInt64, inline: Bool) {
+        if inline { volume.notify { $0.itemChangedOutside(inode) } } else { volume.notify { $0.itemChanged(inode) } }
     }
 
     /// A watched directory was removed: end its watch and close its descriptor (the

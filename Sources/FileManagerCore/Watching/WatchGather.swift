@@ -10,8 +10,8 @@
 ///  - normally 100 µs: below what a reader's next system call takes to start;
 ///  - 1 ms while streaming: the previous batch held only the daemon's own echoes and the
 ///    next one began within 500 µs of it. An outside change made during such a stream
-///    reaches the kernel at most 1 ms later; one made after a pause, at once as before;
-///  - none when the previous read filled the buffer: events are already waiting.
+///    reaches the kernel at most 1 ms later (an OPEN catches up with it at once: DESIGN.md
+///    27); one made after a pause, at once as before.
 struct WatchGather {
     static let normal: UInt32 = 100
     static let streaming: UInt32 = 1_000
@@ -20,19 +20,15 @@ struct WatchGather {
 
     private var lastBatchEnd: UInt64 = 0
     private var lastBatchWasOwn = false
-    private var lastReadWasFull = false
 
     /// The gather time for a wake-up at `now` (monotonic nanoseconds).
     func microseconds(now: UInt64) -> UInt32 {
-        if lastReadWasFull { return 0 }
         return lastBatchWasOwn && now &- lastBatchEnd < Self.streamGap ? Self.streaming : Self.normal
     }
 
-    /// A batch was handled; `outside`: it held a change made outside the mount; `full`: the
-    /// read that brought it filled the buffer (more are queued).
-    mutating func finished(outside: Bool, full: Bool = false, now: UInt64) {
+    /// A batch was handled; `outside`: it held a change made outside the mount.
+    mutating func finished(outside: Bool, now: UInt64) {
         lastBatchWasOwn = !outside
-        lastReadWasFull = full
         lastBatchEnd = now
     }
 }

@@ -1,0 +1,70 @@
+# A file changed in the store and then opened through the mount is opened as it now is,
+# however soon the open follows and however busy the machine (issue 3: "visible on the next
+# read"; DESIGN.md 27). The store watcher learns of changes asynchronously; an OPEN
+# therefore first catches up with inotify's queue, which holds the event before the
+# change's system call returns, and an OPEN of a name replaced or deleted in the store
+# meanwhile answers ESTALE, which makes the kernel look the path up again.
+#
+# One process changes and opens back to back, with no process start in between to hide
+# the window, 300 rounds of each kind, the old state cached in the kernel every time:
+#   edit     rewritten in place, new content and a new size
+#   replace  a new file renamed over it (an editor's atomic save)
+#   delete   removed: the open fails with ENOENT
+# Under -o writeback the kernel keeps a regular file's size itself and never takes the
+# daemon's (DESIGN.md 22), so there in-place edits keep the size and check the pages only.
+. "$(dirname "$0")/../lib/common.sh"
+
+rounds() { # KIND DIR_IN_MOUNT DIR_IN_STORE SAME_SIZE
+    "$PY" - "$@" <<'PY'
+import os, sys, time
+kind, mount, store, same_size = sys.argv[1], sys.argv[2] + "/f", sys.argv[3] + "/f", sys.argv[4] == "1"
+wrong = []
+for i in range(300):
+    data = "round %011d\n" % i if same_size else ("round %d " % i) * (1 + i % 7)
+    if kind == "edit":
+        with open(store, "w") as f:          # IN_CLOSE_WRITE is queued before close returns
+            f.write(data)
+    elif kind == "replace":
+        with open(store + ".new", "w") as f:
+            f.write(data)
+        os.rename(store + ".new", store)
+    else:
+        with open(store, "w") as f:
+            f.write(data)
+        for _ in range(2000):                # the kernel now holds the name... (once the
+            try:                             # watcher told it; a negative entry may linger)
+                with open(mount) as f:
+                    f.read()
+                break
+            except FileNotFoundError:
+                time.sleep(0.001)
+        os.unlink(store)                     # ...which is gone from the store
+        try:
+            with open(mount) as f:
+                wrong.append((i, "opened: " + f.read()[:16]))
+        except FileNotFoundError:
+            pass
+        continue
+    with open(mount) as f:                   # then at once through the mount
+        got = f.read()
+    if got != data:
+        wrong.append((i, got[:24], data[:24]))
+print(len(wrong), wrong[:3])
+PY
+}
+
+for mode in default writeback; do
+    opts=() same=0
+    [[ $mode == writeback ]] && opts=(-o writeback) same=1
+    store=$TEST_TMP/store-$mode
+    fs_mount_at "$store" "$TEST_MNT" "${opts[@]}"
+    C=$(_mkcontainer com.example.open-after)
+    D=$C/Documents
+    SD=$store/containers/com.example.open-after/Documents
+    echo "through the mount" >"$D/f"             # 18 bytes, as a same-size round
+    cat "$D/f" >/dev/null                        # cached: pages, attributes and the name
+    _assert_output "0 []" rounds edit "$D" "$SD" $same
+    _assert_output "0 []" rounds replace "$D" "$SD" 0
+    _assert_output "0 []" rounds delete "$D" "$SD" 0
+    fs_umount
+done
