@@ -95,8 +95,7 @@ _assert_eq "" "$(_mount_fstype "$M")" "nothing mounted after failures"
 # mount(8) runs its helper (mount.fuse3) with a fixed PATH (/usr/local/sbin:/usr/local/bin:
 # /usr/sbin:/usr/bin:/sbin:/bin): the PATH of this script does not reach it. The binary
 # under test must be what that PATH finds; when nothing runnable is there (a dangling link
-# is replaced), it is linked into
-# /usr/local/bin, as scripts/test.sh does, and left there for later runs.
+# is replaced), it is linked into /usr/local/bin, as scripts/test.sh does, and left there.
 helper=$(PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin command -v containerfs || true)
 if [[ -z $helper ]]; then
     ln -sf "$CONTAINERFS" /usr/local/bin/containerfs
