@@ -26,7 +26,10 @@ extension FUSEBridge {
         let flags = info.flags
         // A name replaced in the store while the kernel still had it cached: the kernel
         // retries the open with a fresh lookup (ESTALE), and opens the new file.
-        if isCoherent && volume.wasReplacedInStore(item) { return reply.fail(Errno.staleNFSFileHandle) }
+        if isCoherent && !staleOpens.isRetry(caller.pid) && volume.wasReplacedInStore(item) {
+            staleOpens.answered(caller.pid)
+            return reply.fail(Errno.staleNFSFileHandle)
+        }
         let writing = (flags & O_ACCMODE) != O_RDONLY || (flags & O_TRUNC) != 0
         if writing && refusesBeforeWaiting(item) { return reply.fail(Errno.readOnlyFileSystem) }
         let free = !writing && readsFreely(item)

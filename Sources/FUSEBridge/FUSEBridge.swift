@@ -27,6 +27,7 @@ public final class FUSEBridge: @unchecked Sendable {
     /// Coordination of kernel requests; nil serves them uncoordinated (tests of the bridge).
     public let coordination: MountCoordination?
     let parkedRequests = ParkedRequests()
+    let staleOpens = StaleOpens()
 
     public init(volume: Volume, timeouts: CacheTimeouts, fallbackTimeouts: CacheTimeouts = CacheTimeouts(),
                 watcher: StoreWatcher?, coordination: MountCoordination?) {

@@ -40,7 +40,7 @@ public final class Item: @unchecked Sendable {
     }
     let state: Mutex<State>
     /// `ItemTable.outsideEntryEpoch` when the kernel last resolved a name to this item, or
-    /// when an open last checked that the name still leads here (`wasReplacedInStore`).
+    /// when an open last found that its name still leads here (`wasReplacedInStore`).
     let resolvedEpoch = Atomic<UInt64>(0)
 
     init(inode: UInt64, fd: CInt, type: mode_t, zone: Zone, parent: Item?, name: FilePath.Component?, epoch: UInt64) {

@@ -91,19 +91,24 @@ extension Volume {
     /// Whether the name the kernel resolved to `item` now leads elsewhere in the store, or
     /// nowhere: an editor saved by renaming a new file over it, or it was deleted, outside
     /// the mount, and the kernel's entry was still cached when it walked the path. Looked at
-    /// once per item after each such outside change (`ItemTable.outsideEntryEpoch`); an
-    /// OPEN then answers ESTALE and the kernel walks the path again, asking (DESIGN.md 27).
+    /// only when an entry was removed or renamed outside the mount since the kernel resolved
+    /// the item (`ItemTable.outsideEntryEpoch`); an item found in place is not looked at
+    /// again until the next such change. An OPEN answers ESTALE when this is true, and the
+    /// kernel walks the path again, asking (DESIGN.md 27).
     public func wasReplacedInStore(_ item: Item) -> Bool {
         let epoch = items.outsideEntryEpoch.load(ordering: .acquiring)
-        guard item.resolvedEpoch.exchange(epoch, ordering: .relaxed) != epoch else { return false }
+        guard item.resolvedEpoch.load(ordering: .relaxed) != epoch else { return false }
         let (parent, name) = item.state.withLock { ($0.parent, $0.name) }
-        guard let parent, let name, !parent.isVirtual else { return false }
-        do {
-            let st = try name.withName { p throws(Errno) in try Syscall.fstatat(parent.fd, p) }
-            return UInt64(st.st_ino) != item.inode
-        } catch {
-            return error == .noSuchFileOrDirectory
+        if let parent, let name, !parent.isVirtual {
+            do {
+                let st = try name.withName { p throws(Errno) in try Syscall.fstatat(parent.fd, p) }
+                if UInt64(st.st_ino) != item.inode { return true }
+            } catch {
+                if error == .noSuchFileOrDirectory { return true }
+            }
         }
+        item.resolvedEpoch.store(epoch, ordering: .relaxed)
+        return false
     }
 
     /// Creates and opens a new file (`open(O_CREAT)` of a missing name); O_EXCL is the
@@ -148,8 +153,15 @@ extension Volume {
         let accessFlags = (flags & ~(O_CREAT | O_EXCL | O_DIRECT | O_NOCTTY)) | O_NONBLOCK
         do {
             if (flags & O_ACCMODE) != O_RDONLY || flags & O_TRUNC != 0 { try zone(of: item).checkModify() }
-            let fd = try Credentials.withAccessChecks { () throws(Errno) -> CInt in
+            var fd = try Credentials.withAccessChecks { () throws(Errno) -> CInt in
                 try Credentials.asCaller(caller) { () throws(Errno) in try Syscall.reopen(item.fd, accessFlags) }
+            }
+            // Checked as the caller asked; the backing descriptor is what the kernel's cache
+            // needs (readable under writeback: it reads pages it partly overwrites).
+            if backingFlags(accessFlags) != accessFlags {
+                let checked = fd
+                defer { Syscall.close(checked) }
+                fd = try Syscall.reopen(item.fd, backingFlags(accessFlags & ~O_TRUNC))
             }
             return (item, st, OpenFile(fd: fd, item: item, direct: flags & O_DIRECT != 0, writable: (flags & O_ACCMODE) != O_RDONLY,
                                        accessMode: flags & O_ACCMODE, ownChanges: ownChanges))

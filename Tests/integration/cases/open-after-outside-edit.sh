@@ -10,6 +10,10 @@
 #   edit     rewritten in place, new content and a new size
 #   replace  a new file renamed over it (an editor's atomic save)
 #   delete   removed: the open fails with ENOENT
+#   create   made in the store just after the kernel cached the name as missing, then
+#            opened with O_CREAT|O_APPEND through the mount and appended to: the kernel
+#            asks to create it, the daemon opens what is there (under writeback with a
+#            readable descriptor: the kernel reads the page it partly overwrites)
 # Under -o writeback the kernel keeps a regular file's size itself and never takes the
 # daemon's (DESIGN.md 22), so there in-place edits keep the size and check the pages only.
 . "$(dirname "$0")/../lib/common.sh"
@@ -21,7 +25,27 @@ kind, mount, store, same_size = sys.argv[1], sys.argv[2] + "/f", sys.argv[3] + "
 wrong = []
 for i in range(300):
     data = "round %011d\n" % i if same_size else ("round %d " % i) * (1 + i % 7)
-    if kind == "edit":
+    if kind == "create":
+        name = "/g%d" % i
+        try:
+            os.stat(sys.argv[2] + name)      # cached as missing
+        except FileNotFoundError:
+            pass
+        with open(sys.argv[3] + name, "w") as f:
+            f.write(data)
+        try:
+            fd = os.open(sys.argv[2] + name, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+            os.write(fd, b"+")
+            os.close(fd)
+        except OSError as e:
+            wrong.append((i, str(e)))
+            continue
+        with open(sys.argv[3] + name) as f:
+            got = f.read()
+        if got != data + "+":
+            wrong.append((i, got[:24], data[:24]))
+        continue
+    elif kind == "edit":
         with open(store, "w") as f:          # IN_CLOSE_WRITE is queued before close returns
             f.write(data)
     elif kind == "replace":
@@ -66,5 +90,6 @@ for mode in default writeback; do
     _assert_output "0 []" rounds edit "$D" "$SD" $same
     _assert_output "0 []" rounds replace "$D" "$SD" 0
     _assert_output "0 []" rounds delete "$D" "$SD" 0
+    _assert_output "0 []" rounds create "$D" "$SD" 0
     fs_umount
 done
