@@ -1,0 +1,115 @@
+@testable import FileManagerCore
+import Foundation
+import Glibc
+import Synchronization
+import SystemPackage
+import Testing
+
+/// An OPEN catching up with the store (DESIGN.md 27), with a real inotify queue and a
+/// watcher whose thread is not started, so that only the catching up reads the queue.
+@Suite("Store watcher: an open catches up first")
+struct StoreWatcherCatchUpTests {
+    /// An observer that queues what it is told, as the kernel notifier does, until `flush`.
+    final class QueueingObserver: VolumeObserver, Sendable {
+        struct State {
+            var queued: [String] = []
+            var told: [String] = []
+            var waiting: [@Sendable () -> Void] = []
+        }
+        let state = Mutex(State())
+
+        func entryChanged(parent: UInt64, name: FilePath.Component) { state.withLock { $0.queued.append("entry \(name)") } }
+        func itemChanged(_ inode: UInt64) { state.withLock { $0.queued.append("item \(inode)") } }
+        func entryChangedOutside(parent: UInt64, name: FilePath.Component) { state.withLock { $0.told.append("inline entry \(name)") } }
+        func itemChangedOutside(_ inode: UInt64) { state.withLock { $0.told.append("inline item \(inode)") } }
+        var hasPendingChanges: Bool { state.withLock { !$0.queued.isEmpty } }
+        func afterPendingChanges(_ body: @escaping @Sendable () -> Void) -> Bool {
+            state.withLock { s in
+                guard !s.queued.isEmpty else { return false }
+                s.waiting.append(body)
+                return true
+            }
+        }
+
+        /// Acts on everything queued, then lets the waiting go; returns what it acted on.
+        func flush() -> [String] {
+            let (acted, waiting) = state.withLock { s in
+                defer { s.told += s.queued; s.queued = []; s.waiting = [] }
+                return (s.queued, s.waiting)
+            }
+            waiting.forEach { $0() }
+            return acted
+        }
+        var toldInline: [String] { state.withLock { $0.told.filter { $0.hasPrefix("inline") } } }
+    }
+
+    struct Fixture {
+        let t: TemporaryStore
+        let volume: Volume
+        let watcher: StoreWatcher
+        let observer = QueueingObserver()
+        let documents: Item
+        let file: Item
+        var documentsPath: String { t.storePath("containers/com.example.notes/Documents") }
+
+        init() throws {
+            t = try TemporaryStore()
+            try ContainerRegistry(store: t.store).create(BundleIdentifier("com.example.notes")!, caller: .current)
+            _ = FileManager.default.createFile(atPath: t.storePath("containers/com.example.notes/Documents/f"), contents: Data("old".utf8))
+            let volume = Volume(store: t.store)
+            let (containers, _) = try withName("containers") { try volume.lookup(volume.root, $0) }
+            let (notes, _) = try withName("com.example.notes") { try volume.lookup(containers, $0) }
+            let (documents, _) = try withName("Documents") { try volume.lookup(notes, $0) }
+            (file, _) = try withName("f") { try volume.lookup(documents, $0) }
+            self.volume = volume
+            self.documents = documents
+            watcher = try StoreWatcher(volume: volume)
+            volume.addObserver(observer)
+        }
+    }
+
+    @Test func anEditNotYetReadIsQueuedAndTheOpenWaitsForIt() throws {
+        let f = try Fixture()
+        #expect(f.watcher.isCaughtUp())                      // nothing happened yet
+        try Data("new".utf8).write(to: URL(fileURLWithPath: f.documentsPath + "/f"))
+        #expect(!f.watcher.isCaughtUp())                     // read it: now queued, not yet acted on
+        let opened = Atomic<Bool>(false)
+        f.watcher.whenCaughtUp { opened.store(true, ordering: .relaxed) }
+        let early = opened.load(ordering: .relaxed)
+        #expect(!early)
+        #expect(f.observer.flush() == ["item \(f.file.inode)"])
+        let late = opened.load(ordering: .relaxed)
+        #expect(late)                                        // answered once the change took effect
+        #expect(f.observer.toldInline.isEmpty)               // a request thread never notifies itself
+        #expect(f.watcher.isCaughtUp())
+    }
+
+    @Test func whenNothingIsPendingTheOpenGoesOnAtOnce() throws {
+        let f = try Fixture()
+        let opened = Atomic<Bool>(false)
+        f.watcher.whenCaughtUp { opened.store(true, ordering: .relaxed) }
+        let atOnce = opened.load(ordering: .relaxed)
+        #expect(atOnce)
+    }
+
+    @Test func aNameReplacedInTheStoreIsSeenUntilLookedUpAgain() throws {
+        let f = try Fixture()
+        let (other, _) = try withName("g") { [f] in
+            _ = FileManager.default.createFile(atPath: f.documentsPath + "/g", contents: Data())
+            return try f.volume.lookup(f.documents, $0)
+        }
+        #expect(!f.volume.wasReplacedInStore(f.file))        // no outside change: not even looked at
+        _ = FileManager.default.createFile(atPath: f.documentsPath + "/f.new", contents: Data("saved".utf8))
+        #expect(rename(f.documentsPath + "/f.new", f.documentsPath + "/f") == 0)
+        _ = f.watcher.isCaughtUp()
+        #expect(f.volume.wasReplacedInStore(f.file))
+        #expect(f.volume.wasReplacedInStore(f.file))         // every open, until the kernel looks again
+        #expect(!f.volume.wasReplacedInStore(other))         // still where it was
+        let (fresh, _) = try withName("f") { try f.volume.lookup(f.documents, $0) }
+        #expect(fresh !== f.file && !f.volume.wasReplacedInStore(fresh))
+        #expect(unlink(f.documentsPath + "/g") == 0)
+        _ = f.watcher.isCaughtUp()
+        #expect(f.volume.wasReplacedInStore(other))          // deleted
+        #expect(!f.volume.wasReplacedInStore(fresh))
+    }
+}
