@@ -4,6 +4,7 @@
 
 #include <errno.h>
 #include <poll.h>
+#include <sys/ioctl.h>
 #include <fcntl.h>
 #include <spawn.h>
 #include <stdio.h>
@@ -124,6 +125,11 @@ int clinux_raise_nofile_limit(void)
 int clinux_become_subreaper(void) { return prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0); }
 
 int clinux_eventfd(void) { return eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK); }
+
+long clinux_bytes_queued(int fd) {
+    int n = 0;
+    return ioctl(fd, FIONREAD, &n) == 0 ? (long)n : 0;
+}
 
 int clinux_wait_readable(int fd, unsigned microseconds) {
     struct pollfd p = { .fd = fd, .events = POLLIN };

@@ -16,19 +16,26 @@ extension FUSEBridge {
         // The kernel's fuse_file_info lives until the handler returns; a later answer uses a copy.
         let info = fi.pointee
         let caller = reply.caller(clearingSetID: clearsSetID)
-        // A truncating open needs no news of the old content (and under writeback the
-        // kernel holds the inode against page invalidation while it waits).
-        if info.flags & O_TRUNC != 0 { return open(reply, item, info, caller) }
-        afterStoreNews(reply) { [self] reply in open(reply, item, info, caller) }
+        // A truncating open needs no news of the old content and must not wait for page
+        // invalidation (under writeback the kernel holds off writeback while it waits, and
+        // invalidation may wait for writeback); a name replaced meanwhile still counts.
+        if info.flags & O_TRUNC != 0 {
+            watcher?.readQueue()
+            return open(reply, item, info, caller)
+        }
+        afterStoreNews(reply, item.inode) { [self] reply in open(reply, item, info, caller) }
     }
 
     private func open(_ reply: consuming Reply, _ item: Item, _ info: fuse_file_info, _ caller: Caller) {
         let flags = info.flags
         // A name replaced in the store while the kernel still had it cached: the kernel
         // retries the open with a fresh lookup (ESTALE), and opens the new file.
-        if isCoherent && !staleOpens.isRetry(caller.pid) && volume.wasReplacedInStore(item) {
-            staleOpens.answered(caller.pid)
-            return reply.fail(Errno.staleNFSFileHandle)
+        if isCoherent {
+            let answered = staleOpens.take(caller.pid)
+            if volume.wasReplacedInStore(item), let (parent, name) = item.placement, answered?.isRetry(of: parent, name) != true {
+                staleOpens.answered(caller.pid, parent: parent, name: name)
+                return reply.fail(Errno.staleNFSFileHandle)
+            }
         }
         let writing = (flags & O_ACCMODE) != O_RDONLY || (flags & O_TRUNC) != 0
         if writing && refusesBeforeWaiting(item) { return reply.fail(Errno.readOnlyFileSystem) }
@@ -54,12 +61,12 @@ extension FUSEBridge {
     }
 
     /// Runs `body` once the store watcher has caught up with every change made to the
-    /// store before this request (DESIGN.md 27): at once when nothing is on its way (the
+    /// store before this request, as far as the item `inode` is concerned (DESIGN.md 27): at once when nothing is on its way (the
     /// usual case), else later, with the reply moved to the thread that brought the news.
-    private func afterStoreNews(_ reply: consuming Reply, _ body: @escaping @Sendable (consuming Reply) -> Void) {
-        guard let watcher, !watcher.isCaughtUp() else { return body(reply) }
+    private func afterStoreNews(_ reply: consuming Reply, _ inode: UInt64, _ body: @escaping @Sendable (consuming Reply) -> Void) {
+        guard let watcher, !watcher.isCaughtUp(with: inode) else { return body(reply) }
         let parked = ParkedRequest(reply)
-        watcher.whenCaughtUp { body(parked.take()) }
+        watcher.whenCaughtUp(with: inode) { body(parked.take()) }
     }
 
     func create(_ reply: consuming Reply, _ parent: fuse_ino_t, _ name: UnsafePointer<CChar>, _ mode: mode_t,

@@ -25,8 +25,8 @@ public final class KernelNotifier: VolumeObserver, @unchecked Sendable {
 
     struct Queue {
         var jobs: [Job] = []
-        /// A batch taken off the queue is being worked through.
-        var working = false
+        /// Items with an `.inode` job queued or being worked through, and how many.
+        var items: [UInt64: Int] = [:]
     }
 
     private let session: OpaquePointer
@@ -62,11 +62,13 @@ public final class KernelNotifier: VolumeObserver, @unchecked Sendable {
         enqueue(.inode(inode))
     }
 
-    public var hasPendingChanges: Bool { queue.withLock { $0.working || !$0.jobs.isEmpty } }
+    // An OPEN waits only for its own item's jobs: an entry invalidation may wait for a
+    // directory lock held by a request parked on a claim, and the open needs none of it.
+    public func hasPendingChanges(for inode: UInt64) -> Bool { queue.withLock { $0.items[inode] != nil } }
 
-    public func afterPendingChanges(_ body: @escaping @Sendable () -> Void) -> Bool {
+    public func afterPendingChanges(for inode: UInt64, _ body: @escaping @Sendable () -> Void) -> Bool {
         let queued = queue.withLock { q in
-            guard q.working || !q.jobs.isEmpty else { return false }
+            guard q.items[inode] != nil else { return false }
             q.jobs.append(.then(body))
             return true
         }
@@ -75,7 +77,10 @@ public final class KernelNotifier: VolumeObserver, @unchecked Sendable {
     }
 
     private func enqueue(_ job: Job) {
-        queue.withLock { $0.jobs.append(job) }
+        queue.withLock { q in
+            q.jobs.append(job)
+            if case .inode(let inode) = job { q.items[inode, default: 0] += 1 }
+        }
         wakeup.signal()
     }
 
@@ -104,7 +109,6 @@ public final class KernelNotifier: VolumeObserver, @unchecked Sendable {
             wakeup.wait()
             guard running.load(ordering: .acquiring) else { return }
             let batch = queue.withLock { q -> [Job] in
-                q.working = true
                 defer { q.jobs.removeAll() }
                 return q.jobs
             }
@@ -116,11 +120,14 @@ public final class KernelNotifier: VolumeObserver, @unchecked Sendable {
                     }
                 case .inode(let inode):
                     _ = fuse_lowlevel_notify_inval_inode(session, fuse_ino_t(inode), 0, 0)
+                    queue.withLock { q in
+                        let left = (q.items[inode] ?? 1) - 1
+                        q.items[inode] = left > 0 ? left : nil
+                    }
                 case .then(let body):
                     body()
                 }
             }
-            queue.withLock { $0.working = false }
         }
     }
 }

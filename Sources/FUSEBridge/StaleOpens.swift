@@ -1,41 +1,69 @@
 import Dispatch
+import FileManagerCore
 import Synchronization
+import SystemPackage
 
-/// Threads whose OPEN was just answered ESTALE (a name replaced in the store while the
-/// kernel had it cached, DESIGN.md 27).
+/// Opens just answered ESTALE (a name replaced in the store while the kernel had it
+/// cached, DESIGN.md 27), by the thread that made them.
 ///
 /// The VFS retries such an open once, after looking the path up afresh, and hands a second
-/// ESTALE to the program. The retry's own OPEN must therefore be served whatever happened
-/// in the store since: a file replaced again between the fresh lookup and the open is
-/// opened as found, as on any file system where a rename races an open. The kernel sends
-/// the retry from the same thread, which is what the request's pid names.
+/// ESTALE to the program. The retry's own OPEN is therefore served whatever happened in the
+/// store since: a file replaced again between the fresh lookup and the open is opened as
+/// found, as on any file system where a rename races an open. The kernel sends the retry
+/// from the same thread (the request's pid is the thread id), for the item now under the
+/// same name, or for the same item when there was no path to walk again (`/proc/PID/fd`).
+/// A retry whose lookup failed (the file was deleted) never comes: its entry must not
+/// excuse the thread's next, unrelated open, hence the name.
 final class StaleOpens: Sendable {
-    /// How long a retry is waited for; a walk that failed before its open leaves an entry.
-    static let window: UInt64 = 1_000_000_000
-    private let retrying = Mutex<[Int32: UInt64]>([:])
-    /// Entries in `retrying`: the common OPEN reads this and takes no lock.
-    private let count = Atomic<Int>(0)
+    /// How long an entry is kept for a retry that may never come (its lookup failed): any
+    /// OPEN by the thread uses it up, so this only bounds what a thread that never opens
+    /// again leaves behind. Long: the retry's OPEN may itself wait for the store's news.
+    static let window: UInt64 = 60_000_000_000
 
-    /// Records that `pid`'s open is answered ESTALE.
-    func answered(_ pid: Int32) {
-        let now = DispatchTime.now().uptimeNanoseconds
-        let n = retrying.withLock { r -> Int in
-            r = r.filter { now &- $0.value < Self.window }
-            r[pid] = now
-            return r.count
+    struct Answered {
+        let at: UInt64
+        let parent: UInt64
+        let name: FilePath.Component
+
+        /// Whether an open of what is now `name` in `parent` retries this one.
+        func isRetry(of parent: UInt64, _ name: FilePath.Component) -> Bool { parent == self.parent && name == self.name }
+    }
+    private struct State {
+        var answered: [Int32: Answered] = [:]
+
+        /// `now` is read under the lock: a time read before it could precede an entry made
+        /// meanwhile, and the unsigned difference would throw that entry away.
+        mutating func prune(now: UInt64) {
+            if !answered.isEmpty { answered = answered.filter { now &- $0.value.at < StaleOpens.window } }
         }
-        count.store(n, ordering: .releasing)
+    }
+    private let state = Mutex(State())
+    /// Whether `state` holds anything: the usual OPEN reads this and takes no lock.
+    private let pending = Atomic<Bool>(false)
+
+    /// Records that `pid`'s open of `item`, last seen as `name` in `parent`, is answered ESTALE.
+    /// Callers outside the daemon's pid namespace arrive as pid 0: they are not told apart,
+    /// so they get no exemption (a second ESTALE is the worst they see).
+    func answered(_ pid: Int32, parent: UInt64, name: FilePath.Component) {
+        guard pid != 0 else { return }
+        state.withLock { s in
+            let now = DispatchTime.now().uptimeNanoseconds
+            s.prune(now: now)
+            s.answered[pid] = Answered(at: now, parent: parent, name: name)
+            pending.store(true, ordering: .releasing)
+        }
     }
 
-    /// Whether this OPEN by `pid` is the retry of one answered ESTALE (consumed).
-    func isRetry(_ pid: Int32) -> Bool {
-        guard count.load(ordering: .acquiring) > 0 else { return false }
-        let now = DispatchTime.now().uptimeNanoseconds
-        let (found, n) = retrying.withLock { r -> (Bool, Int) in
-            let at = r.removeValue(forKey: pid)
-            return (at.map { now &- $0 < Self.window } ?? false, r.count)
+    /// Takes what was recorded for `pid`: every OPEN by a thread uses it up, for the retry
+    /// is that thread's very next OPEN (the fresh walk in between only looks up). Whether the
+    /// open is that retry is then a question of its name (`isRetry(of:)`).
+    func take(_ pid: Int32) -> Answered? {
+        guard pid != 0, pending.load(ordering: .acquiring) else { return nil }
+        return state.withLock { s in
+            s.prune(now: DispatchTime.now().uptimeNanoseconds)
+            let taken = s.answered.removeValue(forKey: pid)
+            pending.store(!s.answered.isEmpty, ordering: .releasing)
+            return taken
         }
-        count.store(n, ordering: .releasing)
-        return found
     }
 }

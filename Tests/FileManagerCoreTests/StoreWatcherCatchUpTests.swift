@@ -12,20 +12,20 @@ struct StoreWatcherCatchUpTests {
     /// An observer that queues what it is told, as the kernel notifier does, until `flush`.
     final class QueueingObserver: VolumeObserver, Sendable {
         struct State {
-            var queued: [String] = []
+            var queued: [(inode: UInt64?, what: String)] = []
             var told: [String] = []
             var waiting: [@Sendable () -> Void] = []
         }
         let state = Mutex(State())
 
-        func entryChanged(parent: UInt64, name: FilePath.Component) { state.withLock { $0.queued.append("entry \(name)") } }
-        func itemChanged(_ inode: UInt64) { state.withLock { $0.queued.append("item \(inode)") } }
+        func entryChanged(parent: UInt64, name: FilePath.Component) { state.withLock { $0.queued.append((nil, "entry \(name)")) } }
+        func itemChanged(_ inode: UInt64) { state.withLock { $0.queued.append((inode, "item \(inode)")) } }
         func entryChangedOutside(parent: UInt64, name: FilePath.Component) { state.withLock { $0.told.append("inline entry \(name)") } }
         func itemChangedOutside(_ inode: UInt64) { state.withLock { $0.told.append("inline item \(inode)") } }
-        var hasPendingChanges: Bool { state.withLock { !$0.queued.isEmpty } }
-        func afterPendingChanges(_ body: @escaping @Sendable () -> Void) -> Bool {
+        func hasPendingChanges(for inode: UInt64) -> Bool { state.withLock { $0.queued.contains { $0.inode == inode } } }
+        func afterPendingChanges(for inode: UInt64, _ body: @escaping @Sendable () -> Void) -> Bool {
             state.withLock { s in
-                guard !s.queued.isEmpty else { return false }
+                guard s.queued.contains(where: { $0.inode == inode }) else { return false }
                 s.waiting.append(body)
                 return true
             }
@@ -34,14 +34,23 @@ struct StoreWatcherCatchUpTests {
         /// Acts on everything queued, then lets the waiting go; returns what it acted on.
         func flush() -> [String] {
             let (acted, waiting) = state.withLock { s in
-                defer { s.told += s.queued; s.queued = []; s.waiting = [] }
-                return (s.queued, s.waiting)
+                defer { s.told += s.queued.map(\.what); s.queued = []; s.waiting = [] }
+                return (s.queued.map(\.what), s.waiting)
             }
             waiting.forEach { $0() }
             return acted
         }
         var toldInline: [String] { state.withLock { $0.told.filter { $0.hasPrefix("inline") } } }
     }
+
+    /// Rewrites a file in place (Foundation's `Data.write` replaces it by a rename).
+    static func overwrite(_ path: String, _ text: String) {
+        let fd = open(path, O_WRONLY | O_TRUNC)
+        _ = text.withCString { write(fd, $0, strlen($0)) }
+        close(fd)
+    }
+
+    func overwrite(_ path: String, _ text: String) { Self.overwrite(path, text) }
 
     struct Fixture {
         let t: TemporaryStore
@@ -70,26 +79,50 @@ struct StoreWatcherCatchUpTests {
 
     @Test func anEditNotYetReadIsQueuedAndTheOpenWaitsForIt() throws {
         let f = try Fixture()
-        #expect(f.watcher.isCaughtUp())                      // nothing happened yet
-        try Data("new".utf8).write(to: URL(fileURLWithPath: f.documentsPath + "/f"))
-        #expect(!f.watcher.isCaughtUp())                     // read it: now queued, not yet acted on
+        #expect(f.watcher.isCaughtUp(with: f.file.inode))    // nothing happened yet
+        overwrite(f.documentsPath + "/f", "new")
+        #expect(!f.watcher.isCaughtUp(with: f.file.inode))   // read it: queued, not yet acted on
         let opened = Atomic<Bool>(false)
-        f.watcher.whenCaughtUp { opened.store(true, ordering: .relaxed) }
+        f.watcher.whenCaughtUp(with: f.file.inode) { opened.store(true, ordering: .relaxed) }
         let early = opened.load(ordering: .relaxed)
         #expect(!early)
         #expect(f.observer.flush() == ["item \(f.file.inode)"])
         let late = opened.load(ordering: .relaxed)
         #expect(late)                                        // answered once the change took effect
         #expect(f.observer.toldInline.isEmpty)               // a request thread never notifies itself
-        #expect(f.watcher.isCaughtUp())
+        #expect(f.watcher.isCaughtUp(with: f.file.inode))
     }
 
     @Test func whenNothingIsPendingTheOpenGoesOnAtOnce() throws {
         let f = try Fixture()
         let opened = Atomic<Bool>(false)
-        f.watcher.whenCaughtUp { opened.store(true, ordering: .relaxed) }
+        f.watcher.whenCaughtUp(with: f.file.inode) { opened.store(true, ordering: .relaxed) }
         let atOnce = opened.load(ordering: .relaxed)
         #expect(atOnce)
+    }
+
+    @Test func anOpenWaitsOnlyForNewsOfItsOwnItem() throws {
+        let f = try Fixture()
+        _ = FileManager.default.createFile(atPath: f.documentsPath + "/g", contents: Data())
+        let (other, _) = try withName("g") { try f.volume.lookup(f.documents, $0) }
+        f.watcher.readQueue()
+        _ = f.observer.flush()                               // g's creation
+        overwrite(f.documentsPath + "/g", "changed")
+        #expect(f.watcher.isCaughtUp(with: f.file.inode))    // g's news is queued; f has none
+        #expect(!f.watcher.isCaughtUp(with: other.inode))
+        #expect(f.observer.flush() == ["item \(other.inode)"])
+    }
+
+    @Test func aNewDirectoryIsLeftToTheWatcherThread() throws {
+        let f = try Fixture()
+        #expect(mkdir(f.documentsPath + "/d", 0o755) == 0)
+        // Watching it (and walking what it holds) is no work for a request thread: the open
+        // waits for the watcher thread to do it.
+        #expect(!f.watcher.isCaughtUp(with: f.file.inode))
+        #expect(!f.watcher.isCaughtUp(with: f.file.inode))
+        let watched = f.watcher.watchCount
+        #expect(f.observer.toldInline.isEmpty)
+        #expect(watched == f.watcher.watchCount)
     }
 
     @Test func aNameReplacedInTheStoreIsSeenUntilLookedUpAgain() throws {
@@ -101,14 +134,14 @@ struct StoreWatcherCatchUpTests {
         #expect(!f.volume.wasReplacedInStore(f.file))        // no outside change: not even looked at
         _ = FileManager.default.createFile(atPath: f.documentsPath + "/f.new", contents: Data("saved".utf8))
         #expect(rename(f.documentsPath + "/f.new", f.documentsPath + "/f") == 0)
-        _ = f.watcher.isCaughtUp()
+        f.watcher.readQueue()
         #expect(f.volume.wasReplacedInStore(f.file))
         #expect(f.volume.wasReplacedInStore(f.file))         // every open, until the kernel looks again
         #expect(!f.volume.wasReplacedInStore(other))         // still where it was
         let (fresh, _) = try withName("f") { try f.volume.lookup(f.documents, $0) }
         #expect(fresh !== f.file && !f.volume.wasReplacedInStore(fresh))
         #expect(unlink(f.documentsPath + "/g") == 0)
-        _ = f.watcher.isCaughtUp()
+        f.watcher.readQueue()
         #expect(f.volume.wasReplacedInStore(other))          // deleted
         #expect(!f.volume.wasReplacedInStore(fresh))
     }

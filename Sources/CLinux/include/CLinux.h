@@ -91,6 +91,8 @@ int clinux_eventfd(void);
 /* Waits at most `microseconds` for `fd` to become readable (ppoll: finer than poll's ms);
    >0 when it did. */
 int clinux_wait_readable(int fd, unsigned microseconds);
+/* Bytes waiting to be read (FIONREAD; an inotify descriptor counts whole events); 0 on error. */
+long clinux_bytes_queued(int fd);
 
 /* MARK: sockets */
 int clinux_accept_cloexec(int fd);

@@ -54,6 +54,14 @@ public final class Item: @unchecked Sendable {
         if fd >= 0 { Syscall.close(fd) }
     }
 
+    /// The directory (by inode) and name the item was last seen under; nil for the root.
+    public var placement: (parent: UInt64, name: FilePath.Component)? {
+        state.withLock { s in
+            guard let parent = s.parent, let name = s.name else { return nil }
+            return (parent.inode, name)
+        }
+    }
+
     public var isDirectory: Bool { type == S_IFDIR }
     public var isSymlink: Bool { type == S_IFLNK }
     public var isRegularFile: Bool { type == S_IFREG }

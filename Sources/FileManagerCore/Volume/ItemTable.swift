@@ -41,8 +41,8 @@ public final class ItemTable: Sendable {
     /// Returns the known item for `inode`, adding one reference; or, when unknown, makes
     /// one with `make` (which opens its descriptor) and inserts it with one reference.
     /// `make` runs outside the lock; if another thread inserted meanwhile, its item wins.
-    func remember(_ inode: UInt64, make: () throws(Errno) -> Item) throws(Errno) -> Item {
-        let epoch = outsideEntryEpoch.load(ordering: .acquiring)
+    /// `epoch`: `outsideEntryEpoch` as read before the name was resolved.
+    func remember(_ inode: UInt64, epoch: UInt64, make: () throws(Errno) -> Item) throws(Errno) -> Item {
         let s = shard(inode)
         if let existing = shards[s].withLock({ table -> Item? in
             guard let item = table[inode] else { return nil }

@@ -58,22 +58,23 @@ public final class Volume: Sendable {
         for o in changeObservers.withLock({ $0 }) { body(o) }
     }
 
-    /// Whether an observer has yet to act on something it was told.
-    var observersHavePendingChanges: Bool {
-        changeObservers.withLock { $0 }.contains { $0.hasPendingChanges }
+    /// Whether an observer has yet to act on something it was told about the item `inode`.
+    func observersHavePendingChanges(for inode: UInt64) -> Bool {
+        changeObservers.withLock { $0 }.contains { $0.hasPendingChanges(for: inode) }
     }
 
-    /// Runs `body` once every observer acted on what it was told so far and returns true;
-    /// false when none had anything pending (`body` was not run).
-    func afterObserversCaughtUp(_ body: @escaping @Sendable () -> Void) -> Bool {
-        Self.after(changeObservers.withLock { $0 }[...], body)
+    /// Runs `body` once every observer acted on what it was told so far about the item
+    /// `inode` and returns true; false when none had anything pending (`body` was not run).
+    func afterObserversCaughtUp(with inode: UInt64, _ body: @escaping @Sendable () -> Void) -> Bool {
+        Self.after(changeObservers.withLock { $0 }[...], inode, body)
     }
 
-    private static func after(_ observers: ArraySlice<any VolumeObserver>, _ body: @escaping @Sendable () -> Void) -> Bool {
+    private static func after(_ observers: ArraySlice<any VolumeObserver>, _ inode: UInt64,
+                              _ body: @escaping @Sendable () -> Void) -> Bool {
         guard let first = observers.first else { return false }
         let rest = observers.dropFirst()
-        if first.afterPendingChanges({ if !after(rest, body) { body() } }) { return true }
-        return after(rest, body)
+        if first.afterPendingChanges(for: inode, { if !after(rest, inode, body) { body() } }) { return true }
+        return after(rest, inode, body)
     }
 
     /// The item the client holds under `inode`.
@@ -107,6 +108,9 @@ public final class Volume: Sendable {
         // Open first, then fstat the descriptor (passthrough_ll's order): the attributes
         // are those of the very item the descriptor holds, with no window for a swap, in
         // two system calls for a new item; a known one closes the extra descriptor.
+        // The outside-change epoch is read before the name is resolved: a replacement the
+        // watcher counts meanwhile leaves the item due for a check (`wasReplacedInStore`).
+        let epoch = items.outsideEntryEpoch.load(ordering: .acquiring)
         let fd = try Syscall.openat(parent.fd, name, O_PATH | O_NOFOLLOW)
         let st: stat
         do { st = try Syscall.fstat(fd) } catch {
@@ -118,7 +122,7 @@ public final class Volume: Sendable {
             throw .permissionDenied
         }
         var used = false
-        let item = try remember(st, in: parent, name: name) { () throws(Errno) in
+        let item = try remember(st, in: parent, name: name, epoch: epoch) { () throws(Errno) in
             used = true
             return fd
         }
@@ -138,10 +142,11 @@ public final class Volume: Sendable {
     }
 
     /// Adds a reference to the item for `st`, making it (with `open`) if it is new.
-    func remember(_ st: stat, in parent: Item, name: UnsafePointer<CChar>, open: () throws(Errno) -> CInt) throws(Errno) -> Item {
+    func remember(_ st: stat, in parent: Item, name: UnsafePointer<CChar>, epoch: UInt64? = nil,
+                  open: () throws(Errno) -> CInt) throws(Errno) -> Item {
         let inode = UInt64(st.st_ino)
         let type = st.st_mode & S_IFMT
-        let item = try items.remember(inode) { () throws(Errno) in
+        let item = try items.remember(inode, epoch: epoch ?? items.outsideEntryEpoch.load(ordering: .acquiring)) { () throws(Errno) in
             let fd = try open()
             let parentZone = zone(of: parent)
             let zone = parentZone.child(named: name, isDirectory: type == S_IFDIR, key: inode)
@@ -265,18 +270,19 @@ public protocol VolumeObserver: Sendable {
     /// once (the kernel notifier does, so a reader's next system call sees the change).
     func entryChangedOutside(parent: UInt64, name: FilePath.Component)
     func itemChangedOutside(_ inode: UInt64)
-    /// Whether something the observer was told has yet to take effect (a queued kernel
-    /// notification).
-    var hasPendingChanges: Bool { get }
-    /// Runs `body` once everything told so far took effect and returns true; false when
-    /// nothing is pending (`body` is not run). Never runs `body` before returning.
-    func afterPendingChanges(_ body: @escaping @Sendable () -> Void) -> Bool
+    /// Whether something the observer was told about the item `inode` (its data or
+    /// attributes) has yet to take effect (a queued kernel notification).
+    func hasPendingChanges(for inode: UInt64) -> Bool
+    /// Runs `body` once what it was told so far about the item `inode` took effect and
+    /// returns true; false when nothing is pending (`body` is not run). Never runs `body`
+    /// before returning.
+    func afterPendingChanges(for inode: UInt64, _ body: @escaping @Sendable () -> Void) -> Bool
 }
 
 extension VolumeObserver {
     public func resync() {}
     public func entryChangedOutside(parent: UInt64, name: FilePath.Component) { entryChanged(parent: parent, name: name) }
     public func itemChangedOutside(_ inode: UInt64) { itemChanged(inode) }
-    public var hasPendingChanges: Bool { false }
-    public func afterPendingChanges(_ body: @escaping @Sendable () -> Void) -> Bool { false }
+    public func hasPendingChanges(for inode: UInt64) -> Bool { false }
+    public func afterPendingChanges(for inode: UInt64, _ body: @escaping @Sendable () -> Void) -> Bool { false }
 }

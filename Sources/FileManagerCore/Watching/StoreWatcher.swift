@@ -153,8 +153,22 @@ public final class StoreWatcher: @unchecked Sendable {
     /// Held by whoever reads and handles events: the watcher thread, or a request handler
     /// catching up (`catchUp`). Guards `watches`, `movedFrom` and `buffer` after `start()`.
     private let draining = Mutex<Void>(())
-    /// Requests that found the watcher thread reading: it lets them go after its batch.
-    private let waiters = Mutex<[@Sendable () -> Void]>([])
+    /// Requests that found the queue being read by another thread (or work left to the
+    /// watcher thread). Each waits for news of one item, and for the queue to have been
+    /// handled up to `until` (a position in `handledBytes`): everything queued when it
+    /// asked. Under a storm of outside changes the queue never empties; the position is
+    /// what keeps such a request from waiting for changes made after it.
+    private let waiters = Mutex<[(inode: UInt64, until: UInt64, then: @Sendable () -> Void)]>([])
+    /// Bytes of events read from the queue, and of those, handled (`draining` held to
+    /// write; read by requests registering as waiters).
+    private let readBytes = Atomic<UInt64>(0)
+    private let handledBytes = Atomic<UInt64>(0)
+    /// Work too heavy for a request thread, left to the watcher thread (`draining` held):
+    /// a rescan after an overflow, and new directories to watch (by parent watch and name).
+    private var rescanDue = false
+    private var newDirectories: [(parent: CInt, name: FilePath.Component)] = []
+    /// Set with the above, so that a wake-up with no event still does the work.
+    private let workLeft = Atomic<Bool>(false)
 
     deinit { buffer.deallocate() }
 
@@ -163,40 +177,59 @@ public final class StoreWatcher: @unchecked Sendable {
                        pollfd(fd: wakeFD, events: Int16(POLLIN), revents: 0)]
         var gather = WatchGather()
         while running.load(ordering: .acquiring) {
-            let ready = poll(&pollers, 2, 1000)
-            if ready <= 0 { continue }
+            if poll(&pollers, 2, 1000) < 0 { continue }
             if pollers[1].revents != 0 { clearWake() }
-            let waiting = waiters.withLock { !$0.isEmpty }
+            let waiting = waiters.withLock { !$0.isEmpty } || workLeft.load(ordering: .acquiring)
             if pollers[0].revents == 0 && !waiting { continue }
             // Let a burst of events gather, so one wake-up reads many (WatchGather), unless
             // a request is waiting for the news (a wake cuts the gathering short).
             let wait = waiting ? 0 : gather.microseconds(now: OwnChanges.now())
             if wait > 0 && sleepUnlessWoken(microseconds: wait) { clearWake() }
-            let released = draining.withLock { _ -> [@Sendable () -> Void] in
+            let released = draining.withLock { _ -> [(inode: UInt64, until: UInt64, then: @Sendable () -> Void)] in
+                doWorkLeft()
                 let batch = drain(inline: true)
                 if batch.events > 0 { gather.finished(outside: batch.outside, now: OwnChanges.now()) }
-                // A waiter registered while the batch was read may have been preceded by
-                // events queued after that read: read once more before letting it go.
-                let taken = waiters.withLock { w in defer { w.removeAll() }; return w }
-                if !taken.isEmpty { _ = drain(inline: true) }
-                return taken
+                let handled = handledBytes.load(ordering: .acquiring)
+                return waiters.withLock { w in
+                    let due = w.filter { $0.until <= handled }
+                    w.removeAll { $0.until <= handled }
+                    return due
+                }
             }
-            for then in released where !volume.afterObserversCaughtUp(then) { then() }
+            for w in released where !volume.afterObserversCaughtUp(with: w.inode, w.then) { w.then() }
         }
         // Stopping: requests still waiting are answered now, before the session goes.
-        for then in waiters.withLock({ w in defer { w.removeAll() }; return w }) { then() }
+        for w in waiters.withLock({ w in defer { w.removeAll() }; return w }) { w.then() }
     }
 
-    /// Reads and handles every queued event; `draining` held. `inline`: on the watcher
-    /// thread, which tells the kernel at once; a request handler must not (libfuse: a
-    /// notification may wait on the kernel, which may wait on a request), so there the
+    /// The work request threads left; `draining` held, on the watcher thread.
+    private func doWorkLeft() {
+        guard workLeft.exchange(false, ordering: .acquiringAndReleasing) else { return }
+        if rescanDue {
+            rescanDue = false
+            newDirectories.removeAll()  // the rescan watches them
+            rescan()
+        }
+        for (parent, name) in newDirectories {
+            if let dir = watches[parent] { watchNewDirectory(dir, name) }
+        }
+        newDirectories.removeAll()
+    }
+
+    /// Reads and handles queued events, at most `limit` bytes of them (what was queued when
+    /// a request asked; nil: until the queue is empty); `draining` held. `inline`: on the
+    /// watcher thread, which tells the kernel at once; a request handler must not (libfuse:
+    /// a notification may wait on the kernel, which may wait on a request), so there the
     /// observers queue it.
-    private func drain(inline: Bool) -> (events: Int, outside: Bool) {
+    private func drain(inline: Bool, limit: Int? = nil) -> (events: Int, outside: Bool) {
         var events = 0
         var outside = false
-        while true {
-            let n = read(inotify, buffer, Self.bufferSize)
+        var left = limit ?? Int.max
+        while left > 0 {
+            let n = read(inotify, buffer, min(Self.bufferSize, left))
             if n <= 0 { break }
+            readBytes.add(UInt64(n), ordering: .releasing)
+            left -= n
             var offset = 0
             while offset < n {
                 let event = (buffer + offset).assumingMemoryBound(to: clinux_inotify_event.self)
@@ -212,6 +245,7 @@ public final class StoreWatcher: @unchecked Sendable {
                 offset += 16 + length
                 events += 1
             }
+            handledBytes.add(UInt64(n), ordering: .releasing)
             // Room left for the longest event (16 bytes and a 255-byte name): the queue was empty.
             if n + 16 + 256 <= Self.bufferSize { break }
         }
@@ -223,24 +257,51 @@ public final class StoreWatcher: @unchecked Sendable {
 
     // MARK: - Catching up (DESIGN.md 27)
 
+    /// Reads and handles what is queued now on this (request) thread, unless another
+    /// thread is reading the queue; false when one was, or when what was read left the
+    /// watcher thread work (a rescan, new directories to watch: too heavy for a request).
+    private func catchUpHere() -> Bool {
+        draining.withLockIfAvailable { _ in
+            let queued = clinux_bytes_queued(inotify)
+            if queued > 0 {
+                _ = drain(inline: false, limit: queued)
+                // Requests waiting for what this read are let go by the watcher thread.
+                if waiters.withLock({ !$0.isEmpty }) { wake() }
+            }
+            return !workLeft.load(ordering: .acquiring)
+        } ?? false
+    }
+
     /// Whether every change made to the store before this call has reached the volume's
-    /// observers. Reads the queue itself (one non-blocking read, the usual answer "nothing")
-    /// when the watcher thread is not reading it; false when something is still on its way.
-    public func isCaughtUp() -> Bool {
-        guard draining.withLockIfAvailable({ _ in _ = drain(inline: false) }) != nil else { return false }
-        return !volume.observersHavePendingChanges
+    /// observers as far as the item `inode` is concerned (its cached pages and attributes
+    /// are gone). Reads the queue itself (one `ioctl`, the usual answer "nothing queued")
+    /// when no other thread is reading it.
+    public func isCaughtUp(with inode: UInt64) -> Bool {
+        catchUpHere() && !volume.observersHavePendingChanges(for: inode)
     }
 
     /// Runs `then` once every change made to the store before this call has reached the
-    /// volume's observers (the kernel has dropped what it cached): at once, on this thread,
-    /// when nothing is pending; otherwise on the thread that delivers the last of it.
-    public func whenCaughtUp(_ then: @escaping @Sendable () -> Void) {
-        if draining.withLockIfAvailable({ _ in _ = drain(inline: false) }) != nil {
-            if !volume.afterObserversCaughtUp(then) { then() }
+    /// volume's observers as far as `inode` is concerned: at once, on this thread, when
+    /// nothing is pending; otherwise on the thread that delivers the last of it.
+    public func whenCaughtUp(with inode: UInt64, _ then: @escaping @Sendable () -> Void) {
+        if catchUpHere() {
+            if !volume.afterObserversCaughtUp(with: inode, then) { then() }
             return
         }
-        // The watcher thread is reading: it takes `then` after its batch.
-        waiters.withLock { $0.append(then) }
+        // Everything queued now, and whatever the reader holds: queued first, then read, so
+        // that a read in between counts twice (a longer wait) rather than not at all.
+        let queued = UInt64(clinux_bytes_queued(inotify))
+        let until = queued + readBytes.load(ordering: .acquiring)
+        waiters.withLock { $0.append((inode, until, then)) }
+        wake()
+    }
+
+    /// Reads the queue if nobody is reading it, waiting for nothing: the changes found go
+    /// to the observers' queues (a truncating open, which must not wait, DESIGN.md 27).
+    public func readQueue() { _ = catchUpHere() }
+
+    private func leaveWork() {
+        workLeft.store(true, ordering: .releasing)
         wake()
     }
 
@@ -264,7 +325,10 @@ public final class StoreWatcher: @unchecked Sendable {
 
     /// Handles one event; true when it was a change made outside the mount.
     private func handle(wd: CInt, mask: UInt32, cookie: UInt32, name: FilePath.Component?, inline: Bool) -> Bool {
-        if mask & UInt32(IN_Q_OVERFLOW) != 0 { rescan(); return true }
+        if mask & UInt32(IN_Q_OVERFLOW) != 0 {
+            if inline { rescan() } else { rescanDue = true; leaveWork() }
+            return true
+        }
         if mask & UInt32(IN_IGNORED) != 0 {
             if let gone = watches.removeValue(forKey: wd) { Syscall.close(gone.fd) }
             return false
@@ -280,7 +344,7 @@ public final class StoreWatcher: @unchecked Sendable {
         let entryMask = UInt32(IN_CREATE | IN_DELETE | IN_MOVED_FROM | IN_MOVED_TO)
         if mask & entryMask != 0 {
             if mask & UInt32(IN_ISDIR) != 0 && mask & UInt32(IN_CREATE | IN_MOVED_TO) != 0 {
-                watchNewDirectory(dir, name)
+                if inline { watchNewDirectory(dir, name) } else { newDirectories.append((wd, name)); leaveWork() }
             }
             if !volume.ownChanges.isOwnEntry(dir.inode, name) {
                 outside = true
