@@ -138,6 +138,7 @@ extension Volume {
             return (item, st, file)
         } catch {
             Syscall.close(fd)
+            if Volume.isDescriptorShortage(error) { unmake(parent, name, directory: false) }
             throw error
         }
     }

@@ -50,7 +50,7 @@ extension Volume {
             try ownChanges.expectingEntry(parent.inode, name) { () throws(Errno) in
                 try Credentials.asCaller(caller) { () throws(Errno) in try Syscall.mkdirat(parent.fd, name, mode) }
             }
-            return try created(parent, name)
+            return try created(parent, name, directory: true)
         }
     }
 
@@ -76,9 +76,15 @@ extension Volume {
         return try created(newParent, newName)
     }
 
-    /// Looks up an entry just made; a failure here (raced away) is reported as such.
-    private func created(_ parent: Item, _ name: UnsafePointer<CChar>) throws(Errno) -> (Item, stat) {
-        try lookup(parent, name)
+    /// Looks up an entry just made; a failure here (raced away) is reported as such. Out of
+    /// descriptors, the entry is removed again: the call fails whole (DESIGN.md 28).
+    private func created(_ parent: Item, _ name: UnsafePointer<CChar>, directory: Bool = false) throws(Errno) -> (Item, stat) {
+        do {
+            return try lookup(parent, name)
+        } catch {
+            if Volume.isDescriptorShortage(error) { unmake(parent, name, directory: directory) }
+            throw error
+        }
     }
 
     /// `unlink` of one non-directory entry.

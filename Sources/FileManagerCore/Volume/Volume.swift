@@ -26,6 +26,8 @@ public final class Volume: Sendable {
     private let changeObservers = Mutex<[any VolumeObserver]>([])
     /// The daemon's own pending changes, so their inotify echoes are not reported again.
     public let ownChanges = OwnChanges()
+    /// When descriptors last ran short and the kernel was asked to let go (Volume+Descriptors).
+    let lastShedding = Atomic<UInt64>(0)
 
     /// The kernel caches writes (FUSE writeback cache): it may read back pages of a file
     /// opened write-only, and it places appends itself.
@@ -111,7 +113,11 @@ public final class Volume: Sendable {
         // The outside-change epoch is read before the name is resolved: a replacement the
         // watcher counts meanwhile leaves the item due for a check (`wasReplacedInStore`).
         let epoch = items.outsideEntryEpoch.load(ordering: .acquiring)
-        let fd = try Syscall.openat(parent.fd, name, O_PATH | O_NOFOLLOW)
+        let fd: CInt
+        do { fd = try Syscall.openat(parent.fd, name, O_PATH | O_NOFOLLOW) } catch {
+            if Volume.isDescriptorShortage(error) { shedDescriptors() }
+            throw error
+        }
         let st: stat
         do { st = try Syscall.fstat(fd) } catch {
             Syscall.close(fd)
