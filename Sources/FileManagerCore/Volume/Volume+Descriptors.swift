@@ -9,9 +9,9 @@ import SystemPackage
 // the mount need 20,000 descriptors. The limit is raised to the hard limit at start; past
 // it, a lookup fails with EMFILE. Then the daemon asks the kernel to let go of cached
 // entries (as memory pressure would): the kernel drops the unused ones, forgets their
-// inodes, and each FORGET closes a descriptor. The failing request itself answers EMFILE
-// (no worker waits); an entry it had already made is removed again, so the failed call
-// leaves nothing behind.
+// inodes, and each FORGET closes a descriptor. Lookups, opens and opendirs all shed. The
+// failing request itself answers EMFILE (no worker waits); an entry it had already made is
+// removed again, so the failed call leaves nothing behind.
 
 extension Volume {
     static func isDescriptorShortage(_ error: Errno) -> Bool {
@@ -31,6 +31,16 @@ extension Volume {
             guard let item = items.item(inode), !item.isVirtual, let (parent, name) = item.placement else { continue }
             notify { $0.entryChanged(parent: parent, name: name) }
             told += 1
+        }
+    }
+
+    /// Runs `body`, which opens a descriptor; when there are none left, sheds before failing.
+    func sheddingOnShortage<R>(_ body: () throws(Errno) -> R) throws(Errno) -> R {
+        do {
+            return try body()
+        } catch {
+            if Volume.isDescriptorShortage(error) { shedDescriptors() }
+            throw error
         }
     }
 

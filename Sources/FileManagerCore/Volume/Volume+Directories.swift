@@ -29,7 +29,8 @@ extension Volume {
     public func openDirectory(_ item: Item) throws(Errno) -> DirectoryHandle {
         guard item.isDirectory else { throw .notDirectory }
         if item.isVirtual { return DirectoryHandle(item: item, stream: nil, synthetic: rootEntries()) }
-        return DirectoryHandle(item: item, stream: try DirectoryStream.open(item.fd, touchingAccessTime: true))
+        let stream = try sheddingOnShortage { () throws(Errno) in try DirectoryStream.open(item.fd, touchingAccessTime: true) }
+        return DirectoryHandle(item: item, stream: stream)
     }
 
     /// The root lists `containers`, `snapshots` and every existing `.Trash-UID`.

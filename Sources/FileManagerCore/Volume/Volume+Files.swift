@@ -81,8 +81,10 @@ extension Volume {
         }
         let writable = (flags & O_ACCMODE) != O_RDONLY || (flags & O_TRUNC) != 0
         if writable { try zone(of: item).checkModify() }
-        let fd = try Credentials.clearingSetID(for: flags & O_TRUNC != 0 ? caller : nil, on: item.fd) { () throws(Errno) in
-            try Syscall.reopen(item.fd, backingFlags(flags & ~Volume.strippedOpenFlags) | O_NONBLOCK)
+        let fd = try sheddingOnShortage { () throws(Errno) in
+            try Credentials.clearingSetID(for: flags & O_TRUNC != 0 ? caller : nil, on: item.fd) { () throws(Errno) in
+                try Syscall.reopen(item.fd, backingFlags(flags & ~Volume.strippedOpenFlags) | O_NONBLOCK)
+            }
         }
         return OpenFile(fd: fd, item: item, direct: flags & O_DIRECT != 0, writable: writable,
                         accessMode: flags & O_ACCMODE, ownChanges: ownChanges)

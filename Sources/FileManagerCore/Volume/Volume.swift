@@ -113,11 +113,7 @@ public final class Volume: Sendable {
         // The outside-change epoch is read before the name is resolved: a replacement the
         // watcher counts meanwhile leaves the item due for a check (`wasReplacedInStore`).
         let epoch = items.outsideEntryEpoch.load(ordering: .acquiring)
-        let fd: CInt
-        do { fd = try Syscall.openat(parent.fd, name, O_PATH | O_NOFOLLOW) } catch {
-            if Volume.isDescriptorShortage(error) { shedDescriptors() }
-            throw error
-        }
+        let fd = try sheddingOnShortage { () throws(Errno) in try Syscall.openat(parent.fd, name, O_PATH | O_NOFOLLOW) }
         let st: stat
         do { st = try Syscall.fstat(fd) } catch {
             Syscall.close(fd)
