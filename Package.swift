@@ -87,6 +87,10 @@ let package = Package(
                 .product(name: "SystemPackage", package: "swift-system"),
             ]
         ),
+        .testTarget(
+            name: "CFuseTapTests",
+            dependencies: ["CFuseTap"]
+        ),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -34,6 +34,8 @@
 #   BENCH_ANCHORS (default $REPO/.build-release/fsbench-anchors: passthrough_ll, metabench, tarball)
 #   BENCH_CFS_OPTS     extra -o options for the containerfs label, e.g. attr_timeout=60,threads=4
 #   BENCH_CFS_VARIANTS more ContainerFS labels, "NAME:OPTS NAME2:OPTS2" -> containerfs_NAME
+#                      (default "pt:passthrough": the FUSE passthrough mount, DESIGN.md 29;
+#                      set it empty to run the default mount alone)
 #   BENCH_FS           labels to run (default: native passthrough_ll passthrough_ll_wb containerfs
 #                      + variants); the report needs the three anchors for its ratios
 #   FSBENCH_* (sizes, see fsbench.sh --help) and SQLBENCH_SCALE pass through.
@@ -184,7 +186,7 @@ declare -A SPEC=(
 	[containerfs]=$(cfs_cmd containerfs "${BENCH_CFS_OPTS:-}")
 )
 CFS_LABELS=(containerfs)
-for v in ${BENCH_CFS_VARIANTS:-}; do
+for v in ${BENCH_CFS_VARIANTS-pt:passthrough}; do
 	name=${v%%:*} opts=${v#*:}
 	[[ $name =~ ^[A-Za-z0-9_]+$ && -n $opts && $opts != "$v" ]] || die "bad BENCH_CFS_VARIANTS entry '$v' (NAME:OPTS)"
 	SPEC[containerfs_$name]=$(cfs_cmd "containerfs_$name" "$opts")

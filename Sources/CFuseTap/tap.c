@@ -1,9 +1,12 @@
 #define _GNU_SOURCE
 #include "CFuseTap.h"
 
+#include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <unistd.h>
 
 /* MARK: the wire (linux/fuse.h, protocol 7.33 and later; layouts are ABI) */
@@ -18,6 +21,13 @@ enum {
     OP_INIT = 26,
 
     INIT_FLAGS_AT = 12,           /* fuse_init_in / fuse_init_out: major, minor, max_readahead, flags */
+    INIT_IN_FLAGS2_AT = 16,       /* fuse_init_in.flags2 (valid with FUSE_INIT_EXT) */
+    INIT_OUT_FLAGS2_AT = 32,      /* fuse_init_out: ..., max_pages, map_alignment, flags2 */
+    INIT_OUT_STACK_DEPTH_AT = 36, /* fuse_init_out.max_stack_depth (protocol 7.40) */
+    OPEN_OUT_SIZE = 16,           /* fuse_open_out: fh, open_flags, backing_id */
+    OPEN_OUT_FLAGS_AT = 8,
+    OPEN_OUT_BACKING_AT = 12,
+    ENTRY_OUT_SIZE = 128,         /* fuse_entry_out, before the fuse_open_out of a CREATE reply */
     SETATTR_VALID_AT = 0,         /* fuse_setattr_in.valid */
     OPEN_OPEN_FLAGS_AT = 4,       /* fuse_open_in: flags, open_flags */
     WRITE_WRITE_FLAGS_AT = 20,    /* fuse_write_in: fh, offset, size, write_flags */
@@ -27,6 +37,20 @@ enum {
 #define FATTR_KILL_SUIDGID (1u << 11)
 #define FUSE_OPEN_KILL_SUIDGID (1u << 0)
 #define FUSE_WRITE_KILL_SUIDGID (1u << 2)
+#define FUSE_INIT_EXT (1u << 30)
+#define FUSE_WRITEBACK_CACHE_FLAG (1u << 16)
+#define FUSE_PASSTHROUGH_FLAGS2 (1u << (37 - 32))
+#define FOPEN_PASSTHROUGH (1u << 7)
+
+/* <linux/fuse.h> since 6.9; Debian bookworm's headers predate it. */
+struct cfusetap_backing_map {
+    int32_t fd;
+    uint32_t flags;
+    uint64_t padding;
+};
+#define CFUSETAP_IOC_MAGIC 229
+#define CFUSETAP_IOC_BACKING_OPEN _IOW(CFUSETAP_IOC_MAGIC, 1, struct cfusetap_backing_map)
+#define CFUSETAP_IOC_BACKING_CLOSE _IOW(CFUSETAP_IOC_MAGIC, 2, uint32_t)
 
 static uint32_t load32(const char *p)
 {
@@ -45,8 +69,47 @@ static uint64_t load64(const char *p)
 /* MARK: per-thread state */
 
 static __thread int request_clears_setid;
-/* The unique id of an INIT this thread read whose kernel offered KILLPRIV_V2 (0: none). */
-static __thread uint64_t init_offering_v2;
+/* The INIT this thread read last (libfuse answers it on the same thread): its unique id,
+ * and what the kernel offered that libfuse 3.14 cannot ask for. */
+static __thread uint64_t init_unique;
+static __thread int init_offers_v2;
+static __thread int init_offers_passthrough;
+/* The backing id the OPEN or CREATE reply this thread is sending right now carries
+ * (0: none); set only around fuse_reply_open/fuse_reply_create, which write on the
+ * calling thread. */
+static __thread int32_t reply_backing_id;
+
+/* MARK: per-session wishes (a few sessions per process at most) */
+
+enum { MAX_SESSIONS = 16 };
+static pthread_mutex_t sessions_lock = PTHREAD_MUTEX_INITIALIZER;
+static int passthrough_fds[MAX_SESSIONS];
+static int passthrough_count;
+
+void cfusetap_offer_passthrough(int fd)
+{
+    pthread_mutex_lock(&sessions_lock);
+    if (passthrough_count < MAX_SESSIONS) passthrough_fds[passthrough_count++] = fd;
+    pthread_mutex_unlock(&sessions_lock);
+}
+
+void cfusetap_forget_session(int fd)
+{
+    pthread_mutex_lock(&sessions_lock);
+    for (int i = 0; i < passthrough_count; i++) {
+        if (passthrough_fds[i] == fd) passthrough_fds[i--] = passthrough_fds[--passthrough_count];
+    }
+    pthread_mutex_unlock(&sessions_lock);
+}
+
+static int wants_passthrough(int fd)
+{
+    int found = 0;
+    pthread_mutex_lock(&sessions_lock);
+    for (int i = 0; i < passthrough_count; i++) found |= passthrough_fds[i] == fd;
+    pthread_mutex_unlock(&sessions_lock);
+    return found;
+}
 
 int cfusetap_request_clears_setid(void) { return request_clears_setid; }
 
@@ -68,7 +131,7 @@ static const struct {
      * with capabilities dropped (Volume.openExisting), which clears the bits by itself. */
 };
 
-static void look_at_request(const char *buf, size_t n)
+static void look_at_request(int fd, const char *buf, size_t n)
 {
     request_clears_setid = 0;
     if (n < IN_HEADER_SIZE) return;
@@ -76,7 +139,10 @@ static void look_at_request(const char *buf, size_t n)
     size_t arglen = n - IN_HEADER_SIZE;
     uint32_t opcode = load32(buf + 4);
     if (opcode == OP_INIT) {
-        init_offering_v2 = bit_at(arg, arglen, INIT_FLAGS_AT, FUSE_HANDLE_KILLPRIV_V2) ? load64(buf + 8) : 0;
+        init_unique = load64(buf + 8);
+        init_offers_v2 = bit_at(arg, arglen, INIT_FLAGS_AT, FUSE_HANDLE_KILLPRIV_V2);
+        init_offers_passthrough = bit_at(arg, arglen, INIT_FLAGS_AT, FUSE_INIT_EXT)
+            && bit_at(arg, arglen, INIT_IN_FLAGS2_AT, FUSE_PASSTHROUGH_FLAGS2) && wants_passthrough(fd);
         return;
     }
     for (size_t i = 0; i < sizeof kill_bits / sizeof kill_bits[0]; i++) {
@@ -93,31 +159,63 @@ ssize_t cfusetap_read(int fd, void *buf, size_t len, void *userdata)
 {
     (void)userdata;
     ssize_t n = read(fd, buf, len);
-    if (n > 0) look_at_request(buf, (size_t)n);
+    if (n > 0) look_at_request(fd, buf, (size_t)n);
     return n;
+}
+
+/* The INIT reply, with what the kernel offered and libfuse 3.14 could not ask for. */
+static ssize_t write_init_reply(int fd, struct iovec *iov)
+{
+    char reply[256];
+    if (iov[1].iov_len < INIT_FLAGS_AT + 4 || iov[1].iov_len > sizeof reply) return writev(fd, iov, 2);
+    memcpy(reply, iov[1].iov_base, iov[1].iov_len);
+    uint32_t flags = load32(reply + INIT_FLAGS_AT);
+    if (init_offers_v2) flags |= FUSE_HANDLE_KILLPRIV_V2;
+    /* FUSE passthrough (kernel 6.9): the kernel refuses it alongside a writeback cache, and
+     * a file system stacked on this one may then go at most one level deeper. */
+    if (init_offers_passthrough && (flags & FUSE_WRITEBACK_CACHE_FLAG) == 0
+        && iov[1].iov_len >= INIT_OUT_STACK_DEPTH_AT + 4) {
+        flags |= FUSE_INIT_EXT;
+        uint32_t flags2 = load32(reply + INIT_OUT_FLAGS2_AT) | FUSE_PASSTHROUGH_FLAGS2;
+        uint32_t depth = 1;
+        memcpy(reply + INIT_OUT_FLAGS2_AT, &flags2, sizeof flags2);
+        memcpy(reply + INIT_OUT_STACK_DEPTH_AT, &depth, sizeof depth);
+    }
+    memcpy(reply + INIT_FLAGS_AT, &flags, sizeof flags);
+    struct iovec patched[2] = { iov[0], { reply, iov[1].iov_len } };
+    return writev(fd, patched, 2);
+}
+
+/* An OPEN or CREATE reply naming the backing file the kernel should pass I/O to. */
+static ssize_t write_open_reply(int fd, struct iovec *iov)
+{
+    char reply[ENTRY_OUT_SIZE + OPEN_OUT_SIZE];
+    size_t len = iov[1].iov_len;
+    if (len != OPEN_OUT_SIZE && len != ENTRY_OUT_SIZE + OPEN_OUT_SIZE) return writev(fd, iov, 2);
+    memcpy(reply, iov[1].iov_base, len);
+    char *open_out = reply + len - OPEN_OUT_SIZE;
+    uint32_t open_flags = load32(open_out + OPEN_OUT_FLAGS_AT) | FOPEN_PASSTHROUGH;
+    memcpy(open_out + OPEN_OUT_FLAGS_AT, &open_flags, sizeof open_flags);
+    memcpy(open_out + OPEN_OUT_BACKING_AT, &reply_backing_id, sizeof reply_backing_id);
+    struct iovec patched[2] = { iov[0], { reply, len } };
+    return writev(fd, patched, 2);
 }
 
 ssize_t cfusetap_writev(int fd, struct iovec *iov, int count, void *userdata)
 {
     (void)userdata;
+    if (count != 2 || iov[0].iov_len != OUT_HEADER_SIZE) return writev(fd, iov, count);
+    const char *header = iov[0].iov_base;
+    int32_t error;
+    memcpy(&error, header + 4, sizeof error);
+    if (error != 0) return writev(fd, iov, count);
     /* libfuse sends the INIT reply as [fuse_out_header][fuse_init_out] before any other
      * request can arrive, from the thread that read the INIT. */
-    if (init_offering_v2 != 0 && count == 2 && iov[0].iov_len == OUT_HEADER_SIZE) {
-        const char *header = iov[0].iov_base;
-        if (load64(header + 8) == init_offering_v2) {
-            init_offering_v2 = 0;
-            int32_t error;
-            memcpy(&error, header + 4, sizeof error);
-            char reply[256];
-            if (error == 0 && iov[1].iov_len >= INIT_FLAGS_AT + 4 && iov[1].iov_len <= sizeof reply) {
-                memcpy(reply, iov[1].iov_base, iov[1].iov_len);
-                uint32_t flags = load32(reply + INIT_FLAGS_AT) | FUSE_HANDLE_KILLPRIV_V2;
-                memcpy(reply + INIT_FLAGS_AT, &flags, sizeof flags);
-                struct iovec patched[2] = { iov[0], { reply, iov[1].iov_len } };
-                return writev(fd, patched, 2);
-            }
-        }
+    if (init_unique != 0 && load64(header + 8) == init_unique) {
+        init_unique = 0;
+        return write_init_reply(fd, iov);
     }
+    if (reply_backing_id > 0) return write_open_reply(fd, iov);
     return writev(fd, iov, count);
 }
 
@@ -136,3 +234,20 @@ ssize_t cfusetap_splice_send(int fdin, off_t *offin, int fdout, off_t *offout, s
     (void)userdata;
     return splice(fdin, offin, fdout, offout, len, flags);
 }
+
+/* MARK: FUSE passthrough */
+
+int cfusetap_backing_open(int devfd, int fd)
+{
+    struct cfusetap_backing_map map = { .fd = fd, .flags = 0, .padding = 0 };
+    int id = ioctl(devfd, CFUSETAP_IOC_BACKING_OPEN, &map);
+    return id < 0 ? -errno : id;
+}
+
+int cfusetap_backing_close(int devfd, int id)
+{
+    uint32_t backing = (uint32_t)id;
+    return ioctl(devfd, CFUSETAP_IOC_BACKING_CLOSE, &backing) < 0 ? -errno : 0;
+}
+
+void cfusetap_reply_passthrough(int backing_id) { reply_backing_id = backing_id; }

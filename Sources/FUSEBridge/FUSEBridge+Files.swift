@@ -52,12 +52,21 @@ extension FUSEBridge {
             do {
                 let file = try volume.open(item, flags: flags, caller: caller)
                 info.fh = FUSEBridge.retain(file)
-                if file.direct { cfuse_fi_set_direct_io(&info, 1) } else if isCoherent { cfuse_fi_set_keep_cache(&info, 1) }
-                if !reply.open(&info) { FUSEBridge.releaseHandle(info.fh, as: OpenFile.self) }
+                let backing = cacheMode(&info, file)
+                if !reply.open(&info, passthrough: backing) { FUSEBridge.releaseHandle(info.fh, as: OpenFile.self) }
             } catch {
                 reply.fail(error)
             }
         }
+    }
+
+    /// How the kernel treats a new handle's data: passed through to the backing file (the
+    /// backing id is returned), uncached for an O_DIRECT caller, or cached and kept across
+    /// opens while the store watcher invalidates what changes behind the mount.
+    private func cacheMode(_ info: inout fuse_file_info, _ file: OpenFile) -> CInt? {
+        if let backing = passthrough?.backingID(for: file) { return backing }
+        if file.direct { cfuse_fi_set_direct_io(&info, 1) } else if isCoherent { cfuse_fi_set_keep_cache(&info, 1) }
+        return nil
     }
 
     /// Runs `body` once the store watcher has caught up with every change made to the
@@ -80,8 +89,8 @@ extension FUSEBridge {
             do {
                 let (item, st, file) = try volume.create(dir, names.first, mode: mode, flags: info.flags, caller: caller)
                 info.fh = FUSEBridge.retain(file)
-                if file.direct { cfuse_fi_set_direct_io(&info, 1) } else if isCoherent { cfuse_fi_set_keep_cache(&info, 1) }
-                if !reply.create(item.inode, st, timeouts: timeouts, &info) {
+                let backing = cacheMode(&info, file)
+                if !reply.create(item.inode, st, timeouts: timeouts, &info, passthrough: backing) {
                     // The caller is gone (interrupted): no RELEASE or FORGET will come.
                     FUSEBridge.releaseHandle(info.fh, as: OpenFile.self)
                     volume.items.forget(item.inode, count: 1)

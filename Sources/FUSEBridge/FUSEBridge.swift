@@ -28,10 +28,13 @@ public final class FUSEBridge: @unchecked Sendable {
     public let coordination: MountCoordination?
     let parkedRequests = ParkedRequests()
     let staleOpens = StaleOpens()
+    /// FUSE passthrough of open files' I/O (`-o passthrough`, DESIGN.md 29); nil when off.
+    let passthrough: Passthrough?
 
     public init(volume: Volume, timeouts: CacheTimeouts, fallbackTimeouts: CacheTimeouts = CacheTimeouts(),
-                watcher: StoreWatcher?, coordination: MountCoordination?) {
+                watcher: StoreWatcher?, coordination: MountCoordination?, passthrough: Bool = false) {
         self.volume = volume
+        self.passthrough = passthrough && !volume.kernelCachesWrites ? Passthrough() : nil
         self.coordination = coordination
         self.coherentTimeouts = timeouts
         self.fallbackTimeouts = fallbackTimeouts

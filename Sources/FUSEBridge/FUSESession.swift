@@ -73,6 +73,9 @@ public final class FUSESession {
         let rc = fuse_session_custom_io(se, &io, fuse_session_fd(se))
         if rc != 0 {
             bridgeLogger.warning("\(mountPoint): custom channel I/O refused (\(rc)); set-ID clearing stays with the kernel")
+        } else if let passthrough = bridge.passthrough {
+            cfusetap_offer_passthrough(fuse_session_fd(se))
+            passthrough.attach(channel: fuse_session_fd(se))
         }
     }
 
@@ -83,6 +86,10 @@ public final class FUSESession {
         guard let session else { return -1 }
         let rc = withExtendedLifetime(bridge) {
             cfuse_session_loop_mt(session, UInt32(options.idleThreads), UInt32(options.workerThreads))
+        }
+        if let passthrough = bridge.passthrough {
+            passthrough.detach()
+            cfusetap_forget_session(fuse_session_fd(session))
         }
         fuse_session_unmount(session)
         fuse_remove_signal_handlers(session)

@@ -1,4 +1,5 @@
 import CFuse
+import CFuseTap
 import FileManagerCore
 import Glibc
 import SystemPackage
@@ -123,9 +124,10 @@ public struct Reply: ~Copyable, @unchecked Sendable {
 
     /// False when the kernel no longer waits (the caller was interrupted): then no RELEASE
     /// will come for this handle, and the caller must drop it (fuse_lowlevel.h).
+    /// `passthrough`: the backing id the kernel passes the handle's I/O to (DESIGN.md 29).
     @discardableResult
-    consuming func open(_ info: UnsafeMutablePointer<fuse_file_info>) -> Bool {
-        let rc = fuse_reply_open(request, info)
+    consuming func open(_ info: UnsafeMutablePointer<fuse_file_info>, passthrough: CInt? = nil) -> Bool {
+        let rc = Reply.passingThrough(passthrough) { fuse_reply_open(request, info) }
         succeeded()
         discard self
         return rc != -ENOENT
@@ -133,16 +135,26 @@ public struct Reply: ~Copyable, @unchecked Sendable {
 
     /// False when the kernel no longer waits: no RELEASE nor FORGET will come.
     @discardableResult
-    consuming func create(_ inode: UInt64, _ attributes: stat, timeouts: CacheTimeouts, _ info: UnsafeMutablePointer<fuse_file_info>) -> Bool {
+    consuming func create(_ inode: UInt64, _ attributes: stat, timeouts: CacheTimeouts, _ info: UnsafeMutablePointer<fuse_file_info>,
+                          passthrough: CInt? = nil) -> Bool {
         var e = fuse_entry_param()
         e.ino = fuse_ino_t(inode)
         e.attr = attributes
         e.attr_timeout = timeouts.attributes
         e.entry_timeout = timeouts.entries
-        let rc = fuse_reply_create(request, &e, info)
+        let rc = Reply.passingThrough(passthrough) { fuse_reply_create(request, &e, info) }
         succeeded()
         discard self
         return rc != -ENOENT
+    }
+
+    /// libfuse 3.14 cannot say FOPEN_PASSTHROUGH: the channel tap adds it, with the backing
+    /// id, to the OPEN/CREATE reply written on this thread while `send` runs.
+    private static func passingThrough(_ backing: CInt?, _ send: () -> CInt) -> CInt {
+        guard let backing else { return send() }
+        cfusetap_reply_passthrough(backing)
+        defer { cfusetap_reply_passthrough(0) }
+        return send()
     }
 
     // MARK: - Data

@@ -16,9 +16,12 @@
  *    answers INIT on the thread that read it); for WRITE, SETATTR and OPEN the
  *    kernel's "caller lacks CAP_FSETID, clear the set-ID bits" bit is kept for this thread
  *    until the next request it reads, which is the one its handler runs for.
- *  - writev: the INIT reply gets FUSE_HANDLE_KILLPRIV_V2 added when the kernel offered it.
+ *  - writev: the INIT reply gets FUSE_HANDLE_KILLPRIV_V2 added when the kernel offered it,
+ *    and FUSE_PASSTHROUGH (kernel 6.9) when the session asked for it; an OPEN or CREATE
+ *    reply sent while `cfusetap_reply_passthrough` is set gets FOPEN_PASSTHROUGH and the
+ *    backing id (libfuse 3.16 learned both; 3.14 has a zero `padding` where the id goes).
  *
- * No allocation, no lock: per-thread state only. The wire layouts used are the kernel's
+ * No allocation; per-thread state, and one short lock on reading an INIT. The wire layouts used are the kernel's
  * <linux/fuse.h> (stable ABI), spelled out in the .c file.
  */
 #ifndef CFUSETAP_H
@@ -38,5 +41,18 @@ ssize_t cfusetap_splice_send(int fdin, off_t *offin, int fdout, off_t *offout, s
  * (FUSE_WRITE_KILL_SUIDGID, FATTR_KILL_SUIDGID, FUSE_OPEN_KILL_SUIDGID). Read it in the
  * request's handler, before it can be parked and resumed on another thread. */
 int cfusetap_request_clears_setid(void);
+
+/* FUSE passthrough (DESIGN.md 29). Before the session's first request: offer the kernel
+ * passthrough in the INIT reply of the session on `fd` (if the kernel offers it). */
+void cfusetap_offer_passthrough(int fd);
+/* The session on `fd` is gone (its descriptor number may be reused). */
+void cfusetap_forget_session(int fd);
+/* FUSE_DEV_IOC_BACKING_OPEN on the session's /dev/fuse descriptor: registers `fd` (an
+ * O_PATH descriptor will do) as a backing file; its id (> 0), or -errno. */
+int cfusetap_backing_open(int devfd, int fd);
+/* FUSE_DEV_IOC_BACKING_CLOSE: 0 or -errno. */
+int cfusetap_backing_close(int devfd, int id);
+/* The OPEN/CREATE reply this thread sends next carries `backing_id` (0: none again). */
+void cfusetap_reply_passthrough(int backing_id);
 
 #endif

@@ -42,6 +42,9 @@ public final class Item: @unchecked Sendable {
     /// `ItemTable.outsideEntryEpoch` when the kernel last resolved a name to this item, or
     /// when an open last found that its name still leads here (`wasReplacedInStore`).
     let resolvedEpoch = Atomic<UInt64>(0)
+    /// Something a client of the core tied to this item's life (the FUSE bridge: the
+    /// kernel's passthrough registration of `fd`, DESIGN.md 29); it goes when the item goes.
+    public let attachment = Mutex<(any AnyObject & Sendable)?>(nil)
 
     init(inode: UInt64, fd: CInt, type: mode_t, zone: Zone, parent: Item?, name: FilePath.Component?, epoch: UInt64) {
         self.inode = inode

@@ -19,6 +19,9 @@ public final class OpenFile: @unchecked Sendable {
     /// The purpose (raw value) of the last coordinated write through this handle, 0 when
     /// none: at release, presenters hear `didChange` from it (reference coordination §8.4).
     public let coordinatedWriter = Atomic<UInt64>(0)
+    /// Something a client of the core tied to this handle's life (the FUSE bridge: which way
+    /// the kernel does the handle's I/O, DESIGN.md 29); it goes when the handle goes.
+    public let attachment = Mutex<(any AnyObject & Sendable)?>(nil)
 
     init(fd: CInt, item: Item, direct: Bool, writable: Bool, accessMode: CInt, ownChanges: OwnChanges) {
         self.fd = fd

@@ -81,7 +81,8 @@ struct MountCommand: ParsableCommand {
             let watcher = try StoreWatcher(volume: volume,
                                            listener: UncoordinatedChangeRouter(coordination: coordination, clients: clients))
             let bridge = FUSEBridge(volume: volume, timeouts: options.timeouts, watcher: watcher,
-                                    coordination: options.coordination ? coordination : nil)
+                                    coordination: options.coordination ? coordination : nil,
+                                    passthrough: options.passthrough)
             let session = FUSESession(bridge: bridge, mountPoint: mountPoint.string)
             let sessionOptions = FUSESession.Options(mountOptions: options.fuse, workerThreads: options.workerThreads,
                                                      idleThreads: options.idleThreads)

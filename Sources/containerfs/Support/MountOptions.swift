@@ -23,6 +23,9 @@ struct MountOptions {
     var defaultPermissions = true
     /// The kernel's writeback cache (DESIGN.md, decision 22): off by default, `-o writeback`.
     var writeback = false
+    /// FUSE passthrough of open files' reads and writes (DESIGN.md, decision 29): off by
+    /// default, `-o passthrough`.
+    var passthrough = false
     /// `-o nocoordination`: kernel requests bypass coordination entirely. For measuring what
     /// coordination costs on the hot path (PERFORMANCE.md); explicit claims then do not
     /// hold back I/O through the mount.
@@ -42,6 +45,8 @@ struct MountOptions {
                 case "nocoordination": coordination = false
                 case "writeback": writeback = true
                 case "nowriteback", "no_writeback": writeback = false
+                case "passthrough": passthrough = true
+                case "nopassthrough", "no_passthrough": passthrough = false
                 case "allow_other": allowOther = true
                 case "noallow_other": allowOther = false
                 case "default_permissions": defaultPermissions = true
@@ -59,6 +64,10 @@ struct MountOptions {
                 default: fuse.append(option)
                 }
             }
+        }
+        // The kernel refuses passthrough alongside a writeback cache (it would own the pages).
+        if passthrough && writeback {
+            throw CommandFailure("-o passthrough,writeback: choose one (the kernel cannot pass writes through and cache them)")
         }
         // Without default_permissions nobody checks permissions: the daemon keeps its
         // capabilities across fs-uid switches (DESIGN.md, decision 6) and has no `access`.

@@ -1,0 +1,125 @@
+import CFuseTap
+import FileManagerCore
+import Glibc
+import Synchronization
+
+/// FUSE passthrough (`-o passthrough`, DESIGN.md 29): reads, writes and mmaps of an open
+/// regular file go from the kernel straight to the backing file, as on the store's own file
+/// system, without a request, a copy or a second page cache. The daemon still sees every
+/// open, flush, fsync, setattr and release.
+///
+/// The kernel passes a handle's I/O to a *backing file* registered on the session's
+/// `/dev/fuse` descriptor. It insists that every handle of an inode open at one time is of
+/// one kind — all passed through, to the same registration, or all through the daemon —
+/// and fails an open that breaks the rule with EIO. So each item keeps (`Item.attachment`)
+/// its registration, made at its first passed-through open (the item's `O_PATH` descriptor
+/// is enough: the kernel opens its own file from that path with each caller's open flags
+/// and the daemon's credentials) and given back when the kernel forgets the item, and the
+/// number of handles of each kind it has open; a new handle takes the kind already open.
+/// Our counts drop at RELEASE, after the kernel's, so they never claim less than it holds.
+///
+/// A file with a set-ID bit is served through the daemon when nothing is open: under
+/// FUSE_HANDLE_KILLPRIV_V2 (DESIGN.md 24) the kernel leaves clearing the bits on write to
+/// the file system, and a passed-through write never reaches it.
+final class Passthrough: Sendable {
+    /// The session's `/dev/fuse` descriptor while it is mounted; -1 before and after.
+    private let channel = Atomic<CInt>(-1)
+    /// Cleared when the kernel refuses registrations as such (passthrough not negotiated: a
+    /// kernel before 6.9, or a daemon without CAP_SYS_ADMIN): opens are then served the usual way.
+    private let available = Atomic<Bool>(true)
+
+    func attach(channel fd: CInt) { channel.store(fd, ordering: .releasing) }
+
+    /// After the session ends: registrations die with the connection, and the descriptor
+    /// number may be reused.
+    func detach() { channel.store(-1, ordering: .releasing) }
+
+    /// The backing id to answer the new handle `file` with (nil: serve it through the
+    /// daemon), counted as open until the handle goes.
+    /// O_DIRECT handles are passed through like any other (the kernel fails a `direct_io`
+    /// open of an inode with passed-through handles): the caller's own buffers then meet the
+    /// store's file system, with its alignment rules, as they would without the mount.
+    func backingID(for file: OpenFile) -> CInt? {
+        let item = file.item
+        guard item.isRegularFile else { return nil }
+        let (kind, backing) = item.attachment.withLock { attachment -> (Kinds, CInt?) in
+            let kinds: Kinds
+            if let existing = attachment as? Kinds { kinds = existing } else { kinds = Kinds(); attachment = kinds }
+            let backing = kinds.choose(self, item, file.fd)
+            return (kinds, backing)
+        }
+        file.attachment.withLock { $0 = Handle(kinds: kind, passedThrough: backing != nil) }
+        return backing
+    }
+
+    fileprivate func register(_ item: Item) -> CInt? {
+        guard available.load(ordering: .relaxed) else { return nil }
+        let devfd = channel.load(ordering: .acquiring)
+        guard devfd >= 0 else { return nil }
+        let id = cfusetap_backing_open(devfd, item.fd)
+        if id > 0 { return id }
+        switch -id {
+        case EPERM, ENOTTY, EOPNOTSUPP, ENOSYS, EINVAL:
+            if available.exchange(false, ordering: .relaxed) {
+                bridgeLogger.warning("FUSE passthrough refused by the kernel (\(String(cString: strerror(-id)))); files are served through the daemon")
+            }
+        default:
+            bridgeLogger.debug("passthrough registration of inode \(item.inode): \(String(cString: strerror(-id)))")
+        }
+        return nil
+    }
+
+    fileprivate func close(_ id: CInt) {
+        let devfd = channel.load(ordering: .acquiring)
+        if devfd >= 0 { _ = cfusetap_backing_close(devfd, id) }
+    }
+
+    /// Per item: its registration and its open handles of each kind. Guarded by the item's
+    /// `attachment` lock (`choose`) and its own (`handleClosed`, from a handle's last release).
+    private final class Kinds: @unchecked Sendable {
+        private var backing: CInt = 0
+        /// Registration refused for this item (e.g. ELOOP, a backing file itself stacked).
+        private var refused = false
+        private let open = Mutex<(passedThrough: Int, throughDaemon: Int)>((0, 0))
+        private weak var passthrough: Passthrough?
+
+        func choose(_ passthrough: Passthrough, _ item: Item, _ fd: CInt) -> CInt? {
+            open.withLock { open -> CInt? in
+                var through: Bool
+                if open.passedThrough > 0 { through = true }
+                else if open.throughDaemon > 0 { through = false }
+                else { through = !Kinds.hasSetIDBit(fd) }
+                if through && backing == 0 && !refused {
+                    if let id = passthrough.register(item) { backing = id; self.passthrough = passthrough } else { refused = true }
+                }
+                if backing == 0 { through = false }
+                if through { open.passedThrough += 1 } else { open.throughDaemon += 1 }
+                return through ? backing : nil
+            }
+        }
+
+        func handleClosed(passedThrough: Bool) {
+            open.withLock { open in
+                if passedThrough { open.passedThrough -= 1 } else { open.throughDaemon -= 1 }
+            }
+        }
+
+        private static func hasSetIDBit(_ fd: CInt) -> Bool {
+            guard let st = try? Syscall.fstat(fd) else { return true }
+            return st.st_mode & (S_ISUID | S_ISGID) != 0
+        }
+
+        deinit { if backing > 0 { passthrough?.close(backing) } }
+    }
+
+    /// Per handle: which kind it was counted as, until it goes.
+    private final class Handle: Sendable {
+        let kinds: Kinds
+        let passedThrough: Bool
+        init(kinds: Kinds, passedThrough: Bool) {
+            self.kinds = kinds
+            self.passedThrough = passedThrough
+        }
+        deinit { kinds.handleClosed(passedThrough: passedThrough) }
+    }
+}

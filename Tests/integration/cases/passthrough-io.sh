@@ -1,0 +1,100 @@
+# FUSE passthrough (`-o passthrough`, DESIGN.md 29): the kernel passes an open file's reads,
+# writes and mmaps straight to the backing file. Counted with the kernel's fuse tracepoint:
+# writing 8 MiB through the mount and reading it back send no WRITE and no READ, and the
+# bytes are right through the mount and in the store. Then what passthrough must not
+# change: an edit made in the store is read at once through a descriptor already open; a
+# reader and a writer of one file side by side (the kernel wants one kind of handle per
+# inode: an EIO here would mean two kinds met); a shared mmap writes the file; O_DIRECT
+# beside a passed-through handle is passed through too (ext4's alignment rules); append and
+# truncate keep the size right; a set-ID file written by another user loses its
+# bits (set-ID files go through the daemon, which clears them) while a plain file written
+# by that user is passed through; and `-o passthrough,writeback` is refused with a clear
+# message.
+. "$(dirname "$0")/../lib/common.sh"
+. "$(dirname "$0")/../lib/fusetrace.sh"
+_require_root
+if [[ -r /proc/config.gz ]] && ! zcat /proc/config.gz | grep -x 'CONFIG_FUSE_PASSTHROUGH=y' >/dev/null; then
+    _skip "kernel $(uname -r) built without CONFIG_FUSE_PASSTHROUGH"
+fi
+_users
+_assert_exit 1 "$CONTAINERFS" mount "$TEST_STORE" "$TEST_MNT" -o passthrough,writeback
+[[ $_OUT == *"-o passthrough,writeback: choose one"* ]] || _fail "unclear refusal: $_OUT"
+fs_mount -o passthrough
+C=$(_mkcontainer com.example.passthrough)
+chmod 755 "$C"
+D=$C/Documents
+chmod 777 "$D"
+SD=$TEST_STORE/containers/com.example.passthrough/Documents
+
+# MARK: data never reaches the daemon
+_trace_begin "$TEST_MNT"
+head -c 8M /dev/urandom >"$TEST_TMP/src"
+cp "$TEST_TMP/src" "$D/big"
+cmp "$D/big" "$TEST_TMP/src" || _fail "read back through the mount differs"
+_trace_end
+_assert_eq 0 "$(_trace_count FUSE_WRITE)" "WRITE requests for 8 MiB written"
+_assert_eq 0 "$(_trace_count FUSE_READ)" "READ requests for 8 MiB read"
+_assert_ok cmp "$SD/big" "$TEST_TMP/src"
+
+# MARK: coherent with the store, open descriptors included
+echo "through the mount" >"$D/f"
+exec 7<"$D/f"
+printf 'edited in the store' >"$SD/f.tmp" && cat "$SD/f.tmp" >"$SD/f" && rm "$SD/f.tmp"
+_assert_output "edited in the store" "$PY" -c 'import os; print(os.pread(7, 100, 0).decode())'
+exec 7<&-
+
+# MARK: handles side by side, mmap, append, truncate
+_assert_output "reader saw: written by the writer" "$PY" - "$D/g" <<'PY'
+import os, sys
+w = os.open(sys.argv[1], os.O_RDWR | os.O_CREAT, 0o644)
+r = os.open(sys.argv[1], os.O_RDONLY)
+os.write(w, b"written by the writer")
+print("reader saw:", os.pread(r, 100, 0).decode())
+os.close(r); os.close(w)
+PY
+_assert_output "MAPPED by mmap" "$PY" - "$D/g" <<'PY'
+import mmap, os, sys
+fd = os.open(sys.argv[1], os.O_RDWR)
+os.ftruncate(fd, 14)
+m = mmap.mmap(fd, 14)
+m[:14] = b"MAPPED by mmap"
+m.flush(); m.close(); os.close(fd)
+print(open(sys.argv[1]).read())
+PY
+_assert_output "MAPPED by mmap" cat "$SD/g"
+# O_DIRECT beside a passed-through handle of the same file: passed through too, so the
+# caller's buffers meet ext4's alignment rules (aligned works, unaligned is EINVAL).
+_assert_output "DDDD EINVAL" "$PY" - "$D/g" <<'PY'
+import errno, mmap, os, sys
+keep = os.open(sys.argv[1], os.O_RDWR)
+d = os.open(sys.argv[1], os.O_RDWR | os.O_DIRECT)
+buf = mmap.mmap(-1, 4096)
+buf.write(b"D" * 4096)
+os.pwritev(d, [buf], 0)
+try:
+    os.pwrite(d, b"xyz", 2)
+    result = "unaligned write accepted"
+except OSError as e:
+    result = errno.errorcode[e.errno]
+print(os.pread(keep, 4, 0).decode(), result)
+os.close(d); os.close(keep)
+PY
+printf 'MAPPED by mmap' >"$D/g"
+printf '+tail' >>"$D/g"
+_assert_output "19" fsop stat "$D/g" size
+truncate -s 6 "$D/g"
+_assert_output "MAPPED" cat "$D/g"
+_assert_output "6" fsop stat "$SD/g" size
+
+# MARK: set-ID bits still go when another user writes
+: >"$D/suid" && chmod 6777 "$D/suid"
+_as_user "$U1" sh -c "printf data >>'$D/suid'"
+_assert_output "0777" fsop stat "$D/suid" perm
+_assert_output "0777" fsop stat "$SD/suid" perm
+: >"$D/plain" && chmod 666 "$D/plain"
+_trace_begin "$TEST_MNT"
+_as_user "$U1" sh -c "printf data >>'$D/plain'"
+_trace_end
+_assert_eq 0 "$(_trace_count FUSE_WRITE)" "WRITE requests for another user's write to a plain file"
+_assert_output "data" cat "$SD/plain"
+fs_umount
