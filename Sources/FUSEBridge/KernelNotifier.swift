@@ -19,14 +19,14 @@ public final class KernelNotifier: VolumeObserver, @unchecked Sendable {
     enum Job {
         case entry(parent: UInt64, name: FilePath.Component)
         case inode(UInt64)
-        /// Runs after every job queued before it.
-        case then(@Sendable () -> Void)
     }
 
     struct Queue {
         var jobs: [Job] = []
         /// Items with an `.inode` job queued or being worked through, and how many.
         var items: [UInt64: Int] = [:]
+        /// Answers waiting for an item's queued jobs, run right after its last one.
+        var waiting: [UInt64: [@Sendable () -> Void]] = [:]
     }
 
     private let session: OpaquePointer
@@ -62,18 +62,17 @@ public final class KernelNotifier: VolumeObserver, @unchecked Sendable {
         enqueue(.inode(inode))
     }
 
-    // An OPEN waits only for its own item's jobs: an entry invalidation may wait for a
-    // directory lock held by a request parked on a claim, and the open needs none of it.
+    // An OPEN waits only for its own item's jobs, and goes out right after the last of
+    // them, not behind the entry invalidations queued after it: those may wait for a
+    // directory lock (held by a request parked on a claim), and the open needs none of it.
     public func hasPendingChanges(for inode: UInt64) -> Bool { queue.withLock { $0.items[inode] != nil } }
 
     public func afterPendingChanges(for inode: UInt64, _ body: @escaping @Sendable () -> Void) -> Bool {
-        let queued = queue.withLock { q in
+        queue.withLock { q in
             guard q.items[inode] != nil else { return false }
-            q.jobs.append(.then(body))
+            q.waiting[inode, default: []].append(body)
             return true
         }
-        if queued { wakeup.signal() }
-        return queued
     }
 
     private func enqueue(_ job: Job) {
@@ -102,7 +101,7 @@ public final class KernelNotifier: VolumeObserver, @unchecked Sendable {
     private func loop() {
         defer {
             // Answers waiting behind notifications still go out, before the session does.
-            for case .then(let body) in queue.withLock({ $0.jobs }) { body() }
+            for body in queue.withLock({ Array($0.waiting.values.joined()) }) { body() }
             finished.signal()
         }
         while running.load(ordering: .acquiring) {
@@ -120,12 +119,12 @@ public final class KernelNotifier: VolumeObserver, @unchecked Sendable {
                     }
                 case .inode(let inode):
                     _ = fuse_lowlevel_notify_inval_inode(session, fuse_ino_t(inode), 0, 0)
-                    queue.withLock { q in
+                    let ready = queue.withLock { q -> [@Sendable () -> Void] in
                         let left = (q.items[inode] ?? 1) - 1
                         q.items[inode] = left > 0 ? left : nil
+                        return left > 0 ? [] : (q.waiting.removeValue(forKey: inode) ?? [])
                     }
-                case .then(let body):
-                    body()
+                    ready.forEach { $0() }
                 }
             }
         }

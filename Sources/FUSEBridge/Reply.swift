@@ -59,8 +59,11 @@ public struct Reply: ~Copyable, @unchecked Sendable {
 
     // MARK: - Errors (the one funnel from Swift errors to the kernel)
 
+    /// The daemon running out of descriptors is a shortage outside the caller, whose own
+    /// table is fine (the kernel checked it): ENFILE, never EMFILE, which programs answer by
+    /// closing descriptors of their own (DESIGN.md 28).
     consuming func fail(_ errno: Errno) {
-        fuse_reply_err(request, errno.rawValue)
+        fuse_reply_err(request, errno == .tooManyOpenFiles ? ENFILE : errno.rawValue)
         discard self
     }
 

@@ -59,8 +59,13 @@ public final class ControlServer: @unchecked Sendable {
         while !stopped.load(ordering: .acquiring) {
             let client = clinux_accept_cloexec(listener)
             if client < 0 {
-                if errno == EINTR { continue }
-                return
+                switch errno {
+                case EINTR, ECONNABORTED, EPROTO: continue
+                case EMFILE, ENFILE, ENOBUFS, ENOMEM:
+                    usleep(10_000)  // out of descriptors (DESIGN.md 28): the socket stays, clients retry
+                    continue
+                default: return  // the listener was closed (stop)
+                }
             }
             var uid: uid_t = 0, gid: gid_t = 0, pid: pid_t = 0
             guard clinux_peer_credentials(client, &uid, &gid, &pid) == 0 else {

@@ -45,6 +45,9 @@ public final class Item: @unchecked Sendable {
     /// Something a client of the core tied to this item's life (the FUSE bridge: the
     /// kernel's passthrough registration of `fd`, DESIGN.md 29); it goes when the item goes.
     public let attachment = Mutex<(any AnyObject & Sendable)?>(nil)
+    /// Open file handles on the item (`OpenFile`s alive): such an item's dentry is in use,
+    /// and shedding descriptors leaves it alone (DESIGN.md 28).
+    let openHandles = Atomic<Int>(0)
 
     init(inode: UInt64, fd: CInt, type: mode_t, zone: Zone, parent: Item?, name: FilePath.Component?, epoch: UInt64) {
         self.inode = inode

@@ -8,10 +8,11 @@ import SystemPackage
 // dentry cache, not the daemon, decides how many are open: 20,000 files looked up through
 // the mount need 20,000 descriptors. The limit is raised to the hard limit at start; past
 // it, a lookup fails with EMFILE. Then the daemon asks the kernel to let go of cached
-// entries (as memory pressure would): the kernel drops the unused ones, forgets their
-// inodes, and each FORGET closes a descriptor. Lookups, opens and opendirs all shed. The
-// failing request itself answers EMFILE (no worker waits); an entry it had already made is
-// removed again, so the failed call leaves nothing behind.
+// entries of files nobody has open (as memory pressure would): the kernel drops them,
+// forgets their inodes, and each FORGET closes a descriptor. Lookups, creates, opens and
+// opendirs all shed. The failing request itself fails (ENFILE to the caller; no worker
+// waits); an entry it had already made is removed again, so the failed call leaves
+// nothing behind.
 
 extension Volume {
     static func isDescriptorShortage(_ error: Errno) -> Bool {
@@ -19,19 +20,33 @@ extension Volume {
     }
 
     /// Asks the observers (the kernel notifier) to invalidate the entries of up to an eighth
-    /// of the items the kernel holds, at most once per 100 ms.
+    /// of the items the kernel holds (at least 64), at most once per 100 ms. Only items the
+    /// kernel can let go of without harm: an invalidated entry is unhashed even while in use,
+    /// so a directory (maybe someone's working directory: `getcwd` would fail) or a file
+    /// with open handles is never chosen. Each round starts where the last one stopped.
     func shedDescriptors() {
         let now = OwnChanges.now()
         let last = lastShedding.load(ordering: .relaxed)
         guard now &- last >= 100_000_000,
               lastShedding.compareExchange(expected: last, desired: now, ordering: .relaxed).exchanged else { return }
         let inodes = items.allInodes()
-        var told = 0
-        for inode in inodes where told < max(64, inodes.count / 8) {
-            guard let item = items.item(inode), !item.isVirtual, let (parent, name) = item.placement else { continue }
+        guard !inodes.isEmpty else { return }
+        let quota = max(64, inodes.count / 8)
+        var told = 0, looked = 0
+        let start = sheddingCursor.load(ordering: .relaxed) % inodes.count
+        while told < quota && looked < inodes.count {
+            let inode = inodes[(start + looked) % inodes.count]
+            looked += 1
+            guard let item = items.item(inode), Volume.mayShed(item), let (parent, name) = item.placement else { continue }
             notify { $0.entryChanged(parent: parent, name: name) }
             told += 1
         }
+        sheddingCursor.store(start + looked, ordering: .relaxed)
+    }
+
+    /// Whether the kernel may be asked to drop the item's entry to free its descriptor.
+    static func mayShed(_ item: Item) -> Bool {
+        !item.isVirtual && !item.isDirectory && item.openHandles.load(ordering: .relaxed) == 0
     }
 
     /// Runs `body`, which opens a descriptor; when there are none left, sheds before failing.
@@ -44,11 +59,35 @@ extension Volume {
         }
     }
 
-    /// Undoes an entry this daemon just made when looking it up failed for want of
-    /// descriptors; `directory`: it was made by mkdir.
-    func unmake(_ parent: Item, _ name: UnsafePointer<CChar>, directory: Bool) {
-        try? ownChanges.expectingEntry(parent.inode, name) { () throws(Errno) in
-            try Syscall.unlinkat(parent.fd, name, directory ? AT_REMOVEDIR : 0)
+    /// What a failed call made, to undo exactly that: the inode it created (a file's, known
+    /// from its descriptor; a link's, the item's), or only the kind of entry (mkdir, mknod,
+    /// symlink: the name is checked a moment after the call, not at it).
+    enum Made {
+        case inode(UInt64)
+        case kind(mode_t)
+
+        func matches(_ st: stat) -> Bool {
+            switch self {
+            case .inode(let inode): UInt64(st.st_ino) == inode
+            case .kind(let type): st.st_mode & S_IFMT == type
+            }
         }
+    }
+
+    /// Undoes an entry this daemon just made when looking it up failed for want of
+    /// descriptors. What is there now stays if it is not what the call made (a process
+    /// writing the store replaced it meanwhile), or is a directory no longer empty, or
+    /// `made` is nil; the kernel is then told the name exists (it cached it as missing
+    /// before the call).
+    func unmake(_ parent: Item, _ name: UnsafePointer<CChar>, _ made: Made?) {
+        if let made, let now = try? Syscall.fstatat(parent.fd, name), made.matches(now) {
+            let flags = now.st_mode & S_IFMT == S_IFDIR ? AT_REMOVEDIR : 0
+            let removed: Void? = try? ownChanges.expectingEntry(parent.inode, name) { () throws(Errno) in
+                try Syscall.unlinkat(parent.fd, name, flags)
+            }
+            if removed != nil { return }
+        }
+        guard let component = FilePath.Component(platformString: name) else { return }
+        notify { $0.entryChanged(parent: parent.inode, name: component) }
     }
 }

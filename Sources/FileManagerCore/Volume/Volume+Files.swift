@@ -30,9 +30,11 @@ public final class OpenFile: @unchecked Sendable {
         self.writable = writable
         self.ownChanges = accessMode != O_RDONLY ? ownChanges : nil
         self.ownChanges?.changing(item.inode, true)
+        item.openHandles.add(1, ordering: .relaxed)
     }
 
     deinit {
+        item.openHandles.subtract(1, ordering: .relaxed)
         ownChanges?.recordItem(item.inode, descriptor: fd)  // the close echoes as IN_CLOSE_WRITE
         Syscall.close(fd)
         ownChanges?.changing(item.inode, false)
@@ -128,8 +130,10 @@ extension Volume {
             // not been told of yet). Opening that item as the daemon would skip the caller's
             // permission check and could open a FIFO (DESIGN.md, decision 21).
             fd = try ownChanges.expectingEntry(parent.inode, name) { () throws(Errno) in
-                try Credentials.asCaller(caller) { () throws(Errno) in
-                    try Syscall.openat(parent.fd, name, backingFlags(flags & ~(O_DIRECT | O_NOCTTY)) | O_CREAT | O_EXCL | O_NOFOLLOW, mode)
+                try sheddingOnShortage { () throws(Errno) in
+                    try Credentials.asCaller(caller) { () throws(Errno) in
+                        try Syscall.openat(parent.fd, name, backingFlags(flags & ~(O_DIRECT | O_NOCTTY)) | O_CREAT | O_EXCL | O_NOFOLLOW, mode)
+                    }
                 }
             }
         } catch .fileExists where flags & O_EXCL == 0 {
@@ -142,8 +146,10 @@ extension Volume {
                                 accessMode: flags & O_ACCMODE, ownChanges: ownChanges)
             return (item, st, file)
         } catch {
+            if Volume.isDescriptorShortage(error) {
+                unmake(parent, name, (try? Syscall.fstat(fd)).map { .inode(UInt64($0.st_ino)) } ?? .kind(S_IFREG))
+            }
             Syscall.close(fd)
-            if Volume.isDescriptorShortage(error) { unmake(parent, name, directory: false) }
             throw error
         }
     }

@@ -24,7 +24,7 @@ extension Volume {
         try ownChanges.expectingEntry(parent.inode, name) { () throws(Errno) in
             try Credentials.asCaller(caller) { () throws(Errno) in try Syscall.mknodat(parent.fd, name, mode, device) }
         }
-        return try created(parent, name)
+        return try created(parent, name, made: .kind(type == 0 ? S_IFREG : type))
     }
 
     /// `mkdir`. In `containers/` it creates a container with the standard layout (EINVAL
@@ -35,7 +35,7 @@ extension Volume {
         case .root:
             guard let owner = Volume.trashOwner(name), owner == caller.uid else { throw .permissionDenied }
             try Credentials.asCaller(caller) { () throws(Errno) in try Syscall.mkdirat(store.trashFD, name, 0o700) }
-            return try lookup(parent, name)
+            return try created(parent, name, made: nil)
         case .containers:
             let bytes = Array(UnsafeRawBufferPointer(start: name, count: strlen(name)))
             guard BundleIdentifier.isValid(bytes), let id = BundleIdentifier(String(decoding: bytes, as: UTF8.self)) else {
@@ -44,13 +44,13 @@ extension Volume {
             try ownChanges.expectingEntry(parent.inode, name) { () throws(Errno) in
                 do { try registry.create(id, caller: caller) } catch let error as FileManagerError { throw error.errno } catch { throw .ioError }
             }
-            return try lookup(parent, name)
+            return try created(parent, name, made: nil)
         case let zone:
             try zone.checkCreate(name)
             try ownChanges.expectingEntry(parent.inode, name) { () throws(Errno) in
                 try Credentials.asCaller(caller) { () throws(Errno) in try Syscall.mkdirat(parent.fd, name, mode) }
             }
-            return try created(parent, name, directory: true)
+            return try created(parent, name, made: .kind(S_IFDIR))
         }
     }
 
@@ -60,7 +60,7 @@ extension Volume {
         try ownChanges.expectingEntry(parent.inode, name) { () throws(Errno) in
             try Credentials.asCaller(caller) { () throws(Errno) in try Syscall.symlinkat(target, parent.fd, name) }
         }
-        return try created(parent, name)
+        return try created(parent, name, made: .kind(S_IFLNK))
     }
 
     /// `link`: a new name for a file in the same container (EXDEV between containers and
@@ -73,16 +73,17 @@ extension Volume {
         try ownChanges.expectingEntry(newParent.inode, newName) { () throws(Errno) in
             try Syscall.link(pathDescriptor: item.fd, newParent.fd, newName)
         }
-        return try created(newParent, newName)
+        return try created(newParent, newName, made: .inode(item.inode))
     }
 
     /// Looks up an entry just made; a failure here (raced away) is reported as such. Out of
-    /// descriptors, the entry is removed again: the call fails whole (DESIGN.md 28).
-    private func created(_ parent: Item, _ name: UnsafePointer<CChar>, directory: Bool = false) throws(Errno) -> (Item, stat) {
+    /// descriptors, the entry is removed again: the call fails whole (DESIGN.md 28). `made`:
+    /// what to remove; nil for what is kept (a container, a trash directory).
+    private func created(_ parent: Item, _ name: UnsafePointer<CChar>, made: Made?) throws(Errno) -> (Item, stat) {
         do {
             return try lookup(parent, name)
         } catch {
-            if Volume.isDescriptorShortage(error) { unmake(parent, name, directory: directory) }
+            if Volume.isDescriptorShortage(error) { unmake(parent, name, made) }
             throw error
         }
     }

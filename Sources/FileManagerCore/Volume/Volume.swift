@@ -28,6 +28,8 @@ public final class Volume: Sendable {
     public let ownChanges = OwnChanges()
     /// When descriptors last ran short and the kernel was asked to let go (Volume+Descriptors).
     let lastShedding = Atomic<UInt64>(0)
+    /// Where in the table the next shedding starts (each round goes on from the last).
+    let sheddingCursor = Atomic<Int>(0)
 
     /// The kernel caches writes (FUSE writeback cache): it may read back pages of a file
     /// opened write-only, and it places appends itself.
@@ -113,7 +115,15 @@ public final class Volume: Sendable {
         // The outside-change epoch is read before the name is resolved: a replacement the
         // watcher counts meanwhile leaves the item due for a check (`wasReplacedInStore`).
         let epoch = items.outsideEntryEpoch.load(ordering: .acquiring)
-        let fd = try sheddingOnShortage { () throws(Errno) in try Syscall.openat(parent.fd, name, O_PATH | O_NOFOLLOW) }
+        let fd: CInt
+        do {
+            fd = try Syscall.openat(parent.fd, name, O_PATH | O_NOFOLLOW)
+        } catch {
+            guard Volume.isDescriptorShortage(error) else { throw error }
+            if let known = try heldItem(parent, name, epoch: epoch) { return known }
+            shedDescriptors()
+            throw error
+        }
         let st: stat
         do { st = try Syscall.fstat(fd) } catch {
             Syscall.close(fd)
@@ -129,6 +139,16 @@ public final class Volume: Sendable {
             return fd
         }
         if !used { Syscall.close(fd) }
+        return (item, st)
+    }
+
+    /// Out of descriptors, a name that leads to an item already held is still found: by
+    /// `fstatat`, which needs none, and the table (the held descriptor pins the inode, so
+    /// its number is unambiguous). Nil when the item is not held.
+    private func heldItem(_ parent: Item, _ name: UnsafePointer<CChar>, epoch: UInt64) throws(Errno) -> (Item, stat)? {
+        let st = try Syscall.fstatat(parent.fd, name)
+        guard UInt64(st.st_dev) == store.device, items.item(UInt64(st.st_ino)) != nil else { return nil }
+        let item = try remember(st, in: parent, name: name, epoch: epoch) { () throws(Errno) in throw .tooManyOpenFiles }
         return (item, st)
     }
 

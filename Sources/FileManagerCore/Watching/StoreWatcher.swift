@@ -106,25 +106,42 @@ public final class StoreWatcher: @unchecked Sendable {
     }
 
     private func duplicate(_ fd: CInt) -> CInt {
-        (try? Syscall.openat(fd, ".", O_PATH | O_DIRECTORY)) ?? -1
+        openToWatch(fd, ".") ?? -1
+    }
+
+    /// Opens a directory of the store to watch it. A failure other than the directory having
+    /// gone (out of descriptors: DESIGN.md 28) leaves part of the store unseen, so the mount
+    /// stops trusting its caches.
+    private func openToWatch(_ dir: CInt, _ name: UnsafePointer<CChar>) -> CInt? {
+        do {
+            return try Syscall.openat(dir, name, O_PATH | O_DIRECTORY | O_NOFOLLOW)
+        } catch {
+            if error != .noSuchFileOrDirectory && error != .notDirectory {
+                giveUpCompleteness("cannot open a directory of the store to watch it (\(error))")
+            }
+            return nil
+        }
+    }
+
+    /// Some directory of the store goes unwatched from now on: short cache timeouts.
+    private func giveUpCompleteness(_ why: String) {
+        if complete.exchange(false, ordering: .acquiringAndReleasing) {
+            logger.warning("\(why); using short cache timeouts")
+        }
     }
 
     /// Watches the directory behind `fd` (taken over) and every directory below it.
     private func watchTree(_ fd: CInt, parent: CInt, name: FilePath.Component?) {
         guard fd >= 0 else { return }
         guard watches.count < budget else {
-            if complete.exchange(false, ordering: .acquiringAndReleasing) {
-                logger.warning("more than \(budget) directories in the store; using short cache timeouts")
-            }
+            giveUpCompleteness("more than \(budget) directories in the store")
             Syscall.close(fd)
             return
         }
         guard let st = try? Syscall.fstat(fd) else { Syscall.close(fd); return }
         let wd = (try? Syscall.withProcPath(fd) { path throws(Errno) in clinux_inotify_add_watch(inotify, path, Self.mask) }) ?? -1
         if wd < 0 {
-            if complete.exchange(false, ordering: .acquiringAndReleasing) {
-                logger.warning("cannot watch every directory of the store (\(Errno(rawValue: errno))); using short cache timeouts")
-            }
+            giveUpCompleteness("cannot watch every directory of the store (\(Errno(rawValue: errno)))")
             Syscall.close(fd)
             return
         }
@@ -136,10 +153,14 @@ public final class StoreWatcher: @unchecked Sendable {
             watches[wd] = Watched(fd: fd, inode: UInt64(st.st_ino), parent: parent, name: name)
         }
         let dirFD = watches[wd]!.fd
-        guard let stream = try? DirectoryStream.open(dirFD) else { return }
+        let stream: DirectoryStream
+        do { stream = try DirectoryStream.open(dirFD) } catch {
+            if error != .noSuchFileOrDirectory { giveUpCompleteness("cannot list a directory of the store (\(error))") }
+            return
+        }
         while let entry = try? stream.next() {
             guard entry.type == UInt8(DT_DIR), !entry.isDotOrDotDot else { continue }
-            if let child = try? Syscall.openat(dirFD, entry.name, O_PATH | O_DIRECTORY | O_NOFOLLOW) {
+            if let child = openToWatch(dirFD, entry.name) {
                 watchTree(child, parent: wd, name: FilePath.Component(platformString: entry.name))
             }
         }
@@ -408,8 +429,8 @@ public final class StoreWatcher: @unchecked Sendable {
     /// A directory appeared: watch it, then report what it already holds (made before the
     /// watch existed, the classic inotify race) so that no negative cache entry survives.
     private func watchNewDirectory(_ parent: Watched, _ name: FilePath.Component) {
-        guard let fd = try? name.withName({ p throws(Errno) in try Syscall.openat(parent.fd, p, O_PATH | O_DIRECTORY | O_NOFOLLOW) }),
-              let st = try? Syscall.fstat(fd) else { return }
+        guard let fd = try? name.withName({ p in openToWatch(parent.fd, p) }) else { return }
+        guard let st = try? Syscall.fstat(fd) else { Syscall.close(fd); return }
         let parentWD = watches.first { $0.value.inode == parent.inode }?.key ?? -1
         watchTree(fd, parent: parentWD, name: name)
         let inode = UInt64(st.st_ino)

@@ -1,0 +1,77 @@
+@testable import FileManagerCore
+import Glibc
+import Synchronization
+import SystemPackage
+import Testing
+
+/// What the daemon does when descriptors run short (DESIGN.md 28), on a real store without
+/// a mount: which items it asks the kernel to let go of, and what undoing a failed call
+/// removes. (The shortage itself is exercised mounted, in `descriptors-run-short`.)
+@Suite("Descriptors run short: shedding and undoing")
+struct DescriptorShortageTests {
+    /// Records the entries the volume asks its observers to invalidate.
+    final class EntryRecorder: VolumeObserver, Sendable {
+        let entries = Mutex<[String]>([])
+        func entryChanged(parent: UInt64, name: FilePath.Component) { entries.withLock { $0.append(name.string) } }
+        func itemChanged(_ inode: UInt64) {}
+        var names: [String] { entries.withLock { $0.sorted() } }
+    }
+
+    /// A volume with a container's Documents looked up, and a recorder watching it.
+    static func documents() throws -> (TemporaryStore, Volume, Item, EntryRecorder) {
+        let t = try TemporaryStore()
+        let volume = Volume(store: t.store)
+        let (containers, _) = try withName("containers") { try volume.lookup(volume.root, $0) }
+        let (notes, _) = try withName("com.example.notes") { try volume.mkdir(containers, $0, mode: 0o755, caller: .current) }
+        let (documents, _) = try withName("Documents") { try volume.lookup(notes, $0) }
+        let recorder = EntryRecorder()
+        volume.addObserver(recorder)
+        return (t, volume, documents, recorder)
+    }
+
+    @Test func sheddingSparesDirectoriesAndFilesInUse() throws {
+        let (t, volume, documents, recorder) = try Self.documents()
+        defer { withExtendedLifetime(t) {} }
+        for name in ["f1", "f2", "f3"] {
+            let (_, _, handle) = try withName(name) { try volume.create(documents, $0, mode: 0o644, flags: O_WRONLY, caller: .current) }
+            _ = handle  // closed at once: the file is held by the kernel only
+        }
+        let (_, _, inUse) = try withName("open") { try volume.create(documents, $0, mode: 0o644, flags: O_WRONLY, caller: .current) }
+        _ = try withName("sub") { try volume.mkdir(documents, $0, mode: 0o755, caller: .current) }
+        volume.shedDescriptors()
+        #expect(recorder.names == ["f1", "f2", "f3"])
+        withExtendedLifetime(inUse) {}
+        // at most once per 100 ms
+        volume.shedDescriptors()
+        #expect(recorder.names == ["f1", "f2", "f3"])
+    }
+
+    @Test func undoingRemovesOnlyWhatTheCallMade() throws {
+        let (t, volume, documents, recorder) = try Self.documents()
+        defer { withExtendedLifetime(t) {} }
+        let (item, _, handle) = try withName("made") { try volume.create(documents, $0, mode: 0o644, flags: O_WRONLY, caller: .current) }
+        _ = handle
+        // The name now leads elsewhere (replaced in the store): it stays, and the kernel,
+        // which cached it as missing before the call, is told that it exists.
+        withName("made") { volume.unmake(documents, $0, .inode(item.inode + 1)) }
+        #expect(errnoOf { _ = try withName("made") { try Syscall.fstatat(documents.fd, $0) } } == nil)
+        #expect(recorder.names == ["made"])
+        // What the call made goes, silently (the kernel's negative entry is right).
+        withName("made") { volume.unmake(documents, $0, .inode(item.inode)) }
+        #expect(errnoOf { _ = try withName("made") { try Syscall.fstatat(documents.fd, $0) } } == .noSuchFileOrDirectory)
+        #expect(recorder.names == ["made"])
+    }
+
+    @Test func undoingAMkdirLeavesADirectoryNoLongerEmpty() throws {
+        let (t, volume, documents, recorder) = try Self.documents()
+        defer { withExtendedLifetime(t) {} }
+        let (dir, _) = try withName("d") { try volume.mkdir(documents, $0, mode: 0o755, caller: .current) }
+        _ = try withName("inside") { try Syscall.mkdirat(dir.fd, $0, 0o755) }
+        withName("d") { volume.unmake(documents, $0, .kind(S_IFDIR)) }
+        #expect(errnoOf { _ = try withName("d") { try Syscall.fstatat(documents.fd, $0) } } == nil)
+        #expect(recorder.names == ["d"])
+        // A kept entry (a container) is only announced.
+        withName("d") { volume.unmake(documents, $0, nil) }
+        #expect(recorder.names == ["d", "d"])
+    }
+}
