@@ -49,6 +49,7 @@ final class Passthrough: Sendable {
             return (kinds, backing)
         }
         file.attachment.withLock { $0 = Handle(kinds: kind, passedThrough: backing != nil) }
+        if backing != nil { file.recordStateAsOwn() }
         return backing
     }
 

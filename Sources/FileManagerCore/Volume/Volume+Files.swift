@@ -40,6 +40,15 @@ public final class OpenFile: @unchecked Sendable {
         ownChanges?.changing(item.inode, false)
     }
 
+    /// Records the item's state now as the daemon's own: for a handle whose writes do not
+    /// pass through the daemon (FUSE passthrough), the kernel's own backing file closes —
+    /// and echoes IN_CLOSE_WRITE — before the RELEASE that records it at the end. A handle
+    /// closed unwritten then echoes a state already known; a written one, a new state whose
+    /// only cost is dropping attributes the kernel itself dropped at the write.
+    public func recordStateAsOwn() {
+        ownChanges?.recordItem(item.inode, descriptor: fd)
+    }
+
     public func sync(dataOnly: Bool) throws(Errno) { try Syscall.fsync(fd, dataOnly: dataOnly) }
 
     public func allocate(mode: CInt, offset: off_t, length: off_t) throws(Errno) {
