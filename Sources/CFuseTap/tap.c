@@ -41,6 +41,9 @@ enum {
 #define FUSE_WRITEBACK_CACHE_FLAG (1u << 16)
 #define FUSE_PASSTHROUGH_FLAGS2 (1u << (37 - 32))
 #define FOPEN_PASSTHROUGH (1u << 7)
+/* What the kernel accepts next to FOPEN_PASSTHROUGH (FOPEN_PASSTHROUGH_MASK): DIRECT_IO,
+ * NOFLUSH, PARALLEL_DIRECT_WRITES; anything else (KEEP_CACHE...) fails the open with EIO. */
+#define FOPEN_PASSTHROUGH_ALLOWED ((1u << 0) | (1u << 5) | (1u << 6))
 
 /* <linux/fuse.h> since 6.9; Debian bookworm's headers predate it. */
 struct cfusetap_backing_map {
@@ -194,7 +197,7 @@ static ssize_t write_open_reply(int fd, struct iovec *iov)
     if (len != OPEN_OUT_SIZE && len != ENTRY_OUT_SIZE + OPEN_OUT_SIZE) return writev(fd, iov, 2);
     memcpy(reply, iov[1].iov_base, len);
     char *open_out = reply + len - OPEN_OUT_SIZE;
-    uint32_t open_flags = load32(open_out + OPEN_OUT_FLAGS_AT) | FOPEN_PASSTHROUGH;
+    uint32_t open_flags = (load32(open_out + OPEN_OUT_FLAGS_AT) & FOPEN_PASSTHROUGH_ALLOWED) | FOPEN_PASSTHROUGH;
     memcpy(open_out + OPEN_OUT_FLAGS_AT, &open_flags, sizeof open_flags);
     memcpy(open_out + OPEN_OUT_BACKING_AT, &reply_backing_id, sizeof reply_backing_id);
     struct iovec patched[2] = { iov[0], { reply, len } };

@@ -2,6 +2,7 @@ import CFuseTap
 import FileManagerCore
 import Glibc
 import Synchronization
+import SystemPackage
 
 /// FUSE passthrough (`-o passthrough`, DESIGN.md 29): reads, writes and mmaps of an open
 /// regular file go from the kernel straight to the backing file, as on the store's own file
@@ -18,49 +19,78 @@ import Synchronization
 /// number of handles of each kind it has open; a new handle takes the kind already open.
 /// Our counts drop at RELEASE, after the kernel's, so they never claim less than it holds.
 ///
-/// A file with a set-ID bit is served through the daemon when nothing is open: under
+/// A file with a set-ID bit is served through the daemon when nothing is open, and a mode
+/// with one is refused (ETXTBSY) while a handle is passed through: under
 /// FUSE_HANDLE_KILLPRIV_V2 (DESIGN.md 24) the kernel leaves clearing the bits on write to
 /// the file system, and a passed-through write never reaches it.
 final class Passthrough: Sendable {
-    /// The session's `/dev/fuse` descriptor while it is mounted; -1 before and after.
-    private let channel = Atomic<CInt>(-1)
+    /// The session's `/dev/fuse` descriptor while it is mounted; -1 before and after. Held
+    /// across each ioctl, so that `detach` (before the descriptor closes) waits for it.
+    private let channel = Mutex<CInt>(-1)
     /// Cleared when the kernel refuses registrations as such (passthrough not negotiated: a
-    /// kernel before 6.9, or a daemon without CAP_SYS_ADMIN): opens are then served the usual way.
+    /// kernel before 6.9, a daemon without CAP_SYS_ADMIN; a store itself on a stacking file
+    /// system): opens are then served the usual way.
     private let available = Atomic<Bool>(true)
 
-    func attach(channel fd: CInt) { channel.store(fd, ordering: .releasing) }
+    func attach(channel fd: CInt) { channel.withLock { $0 = fd } }
 
     /// After the session ends: registrations die with the connection, and the descriptor
     /// number may be reused.
-    func detach() { channel.store(-1, ordering: .releasing) }
+    func detach() { channel.withLock { $0 = -1 } }
 
     /// The backing id to answer the new handle `file` with (nil: serve it through the
     /// daemon), counted as open until the handle goes.
-    /// O_DIRECT handles are passed through like any other (the kernel fails a `direct_io`
-    /// open of an inode with passed-through handles): the caller's own buffers then meet the
-    /// store's file system, with its alignment rules, as they would without the mount.
+    ///
+    /// O_DIRECT handles are passed through like any other (the kernel fails even a
+    /// `direct_io` open of an inode with passed-through handles): the caller's own buffers
+    /// then meet the store's file system, with its alignment rules, as they would without
+    /// the mount.
     func backingID(for file: OpenFile) -> CInt? {
         let item = file.item
         guard item.isRegularFile else { return nil }
-        let (kind, backing) = item.attachment.withLock { attachment -> (Kinds, CInt?) in
+        let (kinds, backing) = item.attachment.withLock { attachment -> (Kinds, CInt?) in
             let kinds: Kinds
             if let existing = attachment as? Kinds { kinds = existing } else { kinds = Kinds(); attachment = kinds }
-            let backing = kinds.choose(self, item, file.fd)
-            return (kinds, backing)
+            return (kinds, kinds.choose(self, item, file.fd))
         }
-        file.attachment.withLock { $0 = Handle(kinds: kind, passedThrough: backing != nil) }
-        if backing != nil { file.recordStateAsOwn() }
+        file.attachment.withLock { $0 = Handle(kinds: kinds, passedThrough: backing != nil) }
         return backing
     }
 
+    /// Whether a mode grants privilege on execution (set-user-ID, or set-group-ID with
+    /// group execute: the bits a write by another user must clear).
+    static func grantsPrivilege(_ mode: mode_t) -> Bool {
+        mode & S_ISUID != 0 || mode & (S_ISGID | S_IXGRP) == S_ISGID | S_IXGRP
+    }
+
+    /// Runs `body` (a change of the item's mode) unless a handle of the item is passed
+    /// through: ETXTBSY then, as for writing a running program. Under the item's lock, so
+    /// that no handle is passed through meanwhile.
+    func withoutPassedThroughHandles<R>(of item: Item, _ body: () throws(Errno) -> R) throws(Errno) -> R {
+        try item.attachment.withLock { attachment throws(Errno) -> R in
+            if let kinds = attachment as? Kinds, kinds.passedThroughCount > 0 { throw .textFileBusy }
+            return try body()
+        }
+    }
+
+    /// Registers the item's descriptor as a backing file; nil when refused.
     fileprivate func register(_ item: Item) -> CInt? {
         guard available.load(ordering: .relaxed) else { return nil }
-        let devfd = channel.load(ordering: .acquiring)
-        guard devfd >= 0 else { return nil }
-        let id = cfusetap_backing_open(devfd, item.fd)
+        let id = channel.withLock { devfd -> CInt in
+            guard devfd >= 0 else { return -EBADFD }
+            var id = cfusetap_backing_open(devfd, item.fd)
+            // Kernels 6.9-6.11 without the O_PATH fix take only a real descriptor.
+            if id == -EBADF, let fd = try? Syscall.reopen(item.fd, O_RDONLY | O_NONBLOCK) {
+                id = cfusetap_backing_open(devfd, fd)
+                Syscall.close(fd)  // the registration holds its own reference
+            }
+            return id
+        }
         if id > 0 { return id }
         switch -id {
-        case EPERM, ENOTTY, EOPNOTSUPP, ENOSYS, EINVAL:
+        case EBADFD:
+            break  // not mounted (yet, or any more)
+        case EPERM, ENOTTY, EOPNOTSUPP, ENOSYS, EINVAL, ELOOP, EBADF:
             if available.exchange(false, ordering: .relaxed) {
                 bridgeLogger.warning("FUSE passthrough refused by the kernel (\(String(cString: strerror(-id)))); files are served through the daemon")
             }
@@ -71,27 +101,29 @@ final class Passthrough: Sendable {
     }
 
     fileprivate func close(_ id: CInt) {
-        let devfd = channel.load(ordering: .acquiring)
-        if devfd >= 0 { _ = cfusetap_backing_close(devfd, id) }
+        channel.withLock { devfd in
+            if devfd >= 0 { _ = cfusetap_backing_close(devfd, id) }
+        }
     }
 
     /// Per item: its registration and its open handles of each kind. Guarded by the item's
     /// `attachment` lock (`choose`) and its own (`handleClosed`, from a handle's last release).
     private final class Kinds: @unchecked Sendable {
         private var backing: CInt = 0
-        /// Registration refused for this item (e.g. ELOOP, a backing file itself stacked).
-        private var refused = false
         private let open = Mutex<(passedThrough: Int, throughDaemon: Int)>((0, 0))
         private weak var passthrough: Passthrough?
+
+        var passedThroughCount: Int { open.withLock { $0.passedThrough } }
 
         func choose(_ passthrough: Passthrough, _ item: Item, _ fd: CInt) -> CInt? {
             open.withLock { open -> CInt? in
                 var through: Bool
                 if open.passedThrough > 0 { through = true }
                 else if open.throughDaemon > 0 { through = false }
-                else { through = !Kinds.hasSetIDBit(fd) }
-                if through && backing == 0 && !refused {
-                    if let id = passthrough.register(item) { backing = id; self.passthrough = passthrough } else { refused = true }
+                else { through = !Kinds.grantsPrivilege(fd) }
+                if through && backing == 0, let id = passthrough.register(item) {
+                    backing = id
+                    self.passthrough = passthrough
                 }
                 if backing == 0 { through = false }
                 if through { open.passedThrough += 1 } else { open.throughDaemon += 1 }
@@ -105,9 +137,9 @@ final class Passthrough: Sendable {
             }
         }
 
-        private static func hasSetIDBit(_ fd: CInt) -> Bool {
+        private static func grantsPrivilege(_ fd: CInt) -> Bool {
             guard let st = try? Syscall.fstat(fd) else { return true }
-            return st.st_mode & (S_ISUID | S_ISGID) != 0
+            return Passthrough.grantsPrivilege(st.st_mode)
         }
 
         deinit { if backing > 0 { passthrough?.close(backing) } }

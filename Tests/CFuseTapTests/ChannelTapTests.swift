@@ -13,6 +13,7 @@ struct ChannelTapTests {
     static let writebackCache: UInt32 = 1 << 16
     static let fopenPassthrough: UInt32 = 1 << 7
     static let fopenKeepCache: UInt32 = 1 << 1
+    static let fopenDirectIO: UInt32 = 1 << 0
 
     /// A pipe: [read end, write end].
     static func pipe() -> (CInt, CInt) {
@@ -97,17 +98,33 @@ struct ChannelTapTests {
     @Test func openAndCreateRepliesCarryTheBackingIDOnlyWhileNamed() {
         var open = [UInt8](repeating: 0, count: 16)
         Self.put(UInt64(0xfeed), &open, at: 0)
-        Self.put(Self.fopenKeepCache, &open, at: 8)
+        Self.put(Self.fopenDirectIO, &open, at: 8)
         cfusetap_reply_passthrough(42)
         let patched = Self.reply(unique: 9, open)
         let create = Self.reply(unique: 10, [UInt8](repeating: 0xee, count: 128) + open)
         cfusetap_reply_passthrough(0)
         #expect(Array(patched[0..<8]) == Array(open[0..<8]))  // fh untouched
-        #expect(Self.load32(patched, 8) == Self.fopenKeepCache | Self.fopenPassthrough)
+        #expect(Self.load32(patched, 8) == Self.fopenDirectIO | Self.fopenPassthrough)
         #expect(Self.load32(patched, 12) == 42)
         #expect(Array(create[0..<128]) == [UInt8](repeating: 0xee, count: 128))  // entry untouched
-        #expect(Self.load32(create, 136) == Self.fopenKeepCache | Self.fopenPassthrough)
+        #expect(Self.load32(create, 136) == Self.fopenDirectIO | Self.fopenPassthrough)
         #expect(Self.load32(create, 140) == 42)
         #expect(Self.reply(unique: 11, open) == open)  // no longer named: as libfuse wrote it
+    }
+
+    @Test func aPassedThroughOpenLosesFlagsTheKernelRejectsBesideIt() {
+        var open = [UInt8](repeating: 0, count: 16)
+        Self.put(Self.fopenKeepCache | Self.fopenDirectIO, &open, at: 8)
+        cfusetap_reply_passthrough(5)
+        let patched = Self.reply(unique: 12, open)
+        cfusetap_reply_passthrough(0)
+        #expect(Self.load32(patched, 8) == Self.fopenDirectIO | Self.fopenPassthrough)
+    }
+
+    @Test func anErrorReplyGoesOutUntouchedWhileABackingIsNamed() {
+        cfusetap_reply_passthrough(7)
+        let out = Self.reply(unique: 13, error: -EIO, [UInt8](repeating: 0x11, count: 16))
+        cfusetap_reply_passthrough(0)
+        #expect(out == [UInt8](repeating: 0x11, count: 16))
     }
 }

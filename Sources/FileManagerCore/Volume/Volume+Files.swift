@@ -40,15 +40,6 @@ public final class OpenFile: @unchecked Sendable {
         ownChanges?.changing(item.inode, false)
     }
 
-    /// Records the item's state now as the daemon's own: for a handle whose writes do not
-    /// pass through the daemon (FUSE passthrough), the kernel's own backing file closes —
-    /// and echoes IN_CLOSE_WRITE — before the RELEASE that records it at the end. A handle
-    /// closed unwritten then echoes a state already known; a written one, a new state whose
-    /// only cost is dropping attributes the kernel itself dropped at the write.
-    public func recordStateAsOwn() {
-        ownChanges?.recordItem(item.inode, descriptor: fd)
-    }
-
     public func sync(dataOnly: Bool) throws(Errno) { try Syscall.fsync(fd, dataOnly: dataOnly) }
 
     public func allocate(mode: CInt, offset: off_t, length: off_t) throws(Errno) {
@@ -100,6 +91,10 @@ extension Volume {
                 try Syscall.reopen(item.fd, backingFlags(flags & ~Volume.strippedOpenFlags) | O_NONBLOCK)
             }
         }
+        // A truncation is the daemon's own change, recorded at once: under FUSE passthrough
+        // the kernel's own file, closing before RELEASE, echoes before the handle's close
+        // records it (DESIGN.md 29).
+        if flags & O_TRUNC != 0 { ownChanges.recordItem(item.inode, descriptor: fd) }
         return OpenFile(fd: fd, item: item, direct: flags & O_DIRECT != 0, writable: writable,
                         accessMode: flags & O_ACCMODE, ownChanges: ownChanges)
     }
@@ -151,6 +146,7 @@ extension Volume {
         }
         do {
             let (item, st) = try lookup(parent, name)
+            ownChanges.recordItem(item.inode, st)  // the state it was made in: see `open`
             let file = OpenFile(fd: fd, item: item, direct: flags & O_DIRECT != 0, writable: true,
                                 accessMode: flags & O_ACCMODE, ownChanges: ownChanges)
             return (item, st, file)
