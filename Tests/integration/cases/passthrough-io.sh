@@ -115,6 +115,7 @@ _assert_output "0777" fsop stat "$SD/suid" perm
 _trace_begin "$TEST_MNT"
 _as_user "$U1" sh -c "printf data >>'$D/plain'"
 _trace_end
+_assert_eq 1 "$(_trace_count FUSE_OPEN)" "OPEN requests for another user's append to a plain file"
 _assert_eq 0 "$(_trace_count FUSE_WRITE)" "WRITE requests for another user's write to a plain file"
 _assert_output "data" cat "$SD/plain"
 fs_umount
