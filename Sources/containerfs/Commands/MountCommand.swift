@@ -18,7 +18,10 @@ struct MountCommand: ParsableCommand {
         discussion: """
             Options (-o, comma-separated, repeatable): allow_other, default_permissions (on by default), \
             ro, auto_unmount, fsname=NAME, subtype=NAME, attr_timeout=S, entry_timeout=S, negative_timeout=S, \
-            threads=N. Generic fstab options (defaults, nofail, noauto, user, _netdev, x-*) are accepted and ignored.
+            threads=N, claim_timeout=S, namespace_timeout=S, presenter_timeout=S, writeback (the kernel caches \
+            writes), passthrough (the kernel passes open files' reads and writes straight to the store; kernel \
+            6.9 or later, root daemon; not with writeback). Generic fstab options (defaults, nofail, noauto, user, \
+            _netdev, x-*) are accepted and ignored.
             """
     )
 
