@@ -70,8 +70,9 @@ extension FUSEBridge {
     }
 
     /// Runs `body` once the store watcher has caught up with every change made to the
-    /// store before this request, as far as the item `inode` is concerned (DESIGN.md 27): at once when nothing is on its way (the
-    /// usual case), else later, with the reply moved to the thread that brought the news.
+    /// store before this request, as far as the item `inode` is concerned (DESIGN.md 27):
+    /// at once when nothing is on its way (the usual case), else later, with the reply
+    /// moved to the thread that brought the news.
     private func afterStoreNews(_ reply: consuming Reply, _ inode: UInt64, _ body: @escaping @Sendable (consuming Reply) -> Void) {
         guard let watcher, !watcher.isCaughtUp(with: inode) else { return body(reply) }
         let parked = ParkedRequest(reply)
@@ -83,7 +84,7 @@ extension FUSEBridge {
         guard let dir = node(parent) else { return reply.fail(Errno.noSuchFileOrDirectory) }
         if refusesBeforeWaiting(dir) { return reply.fail(Errno.readOnlyFileSystem) }
         let caller = reply.caller
-        var info = fi.pointee
+        let info = fi.pointee
         coordinate(reply, RequestNames(name), { creating(name, in: dir) }) { [self, info] reply, names in
             var info = info
             do {
@@ -231,7 +232,7 @@ extension FUSEBridge {
     /// nothing to save); it waits only for writes of the directory itself or a subtree write.
     func opendir(_ reply: consuming Reply, _ ino: fuse_ino_t, _ fi: UnsafeMutablePointer<fuse_file_info>) {
         guard let item = node(ino) else { return reply.fail(Errno.noSuchFileOrDirectory) }
-        var info = fi.pointee
+        let info = fi.pointee
         coordinate(reply, RequestNames(), free: readsFreely(item), {
             Coordination(claims: [Claim(target: coordination!.target(of: item), reading: .withoutChanges)], asksPresenters: false)
         }) { [self, info] reply, _ in

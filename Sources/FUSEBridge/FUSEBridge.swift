@@ -160,8 +160,6 @@ public final class FUSEBridge: @unchecked Sendable {
         }
     }
 
-    /// SETATTR: a write; changing only mode, owner or access time is metadata-only (the
-    /// content modification date is content, reference coordination §3.2).
     /// A mode with a set-ID bit is refused while a handle of the item is passed through
     /// (DESIGN.md 29): its writes would never clear the bit.
     private func whileSetIDIsSafe<R>(_ item: Item, _ mode: mode_t?, _ body: () throws(Errno) -> R) throws(Errno) -> R {
@@ -169,6 +167,8 @@ public final class FUSEBridge: @unchecked Sendable {
         return try passthrough.withoutPassedThroughHandles(of: item, body)
     }
 
+    /// SETATTR: a write; changing only mode, owner or access time is metadata-only (the
+    /// content modification date is content, reference coordination §3.2).
     func setattr(_ reply: consuming Reply, _ ino: fuse_ino_t, _ attr: stat, _ toSet: CInt, _ fi: UnsafeMutablePointer<fuse_file_info>?,
                  clearsSetID: Bool) {
         guard let item = node(ino) else { return reply.fail(Errno.noSuchFileOrDirectory) }

@@ -21,8 +21,8 @@
  *    reply sent while `cfusetap_reply_passthrough` is set gets FOPEN_PASSTHROUGH and the
  *    backing id (libfuse 3.16 learned both; 3.14 has a zero `padding` where the id goes).
  *
- * No allocation; per-thread state, and one short lock on reading an INIT. The wire layouts used are the kernel's
- * <linux/fuse.h> (stable ABI), spelled out in the .c file.
+ * No allocation; per-thread state, and one short lock on reading an INIT. The wire
+ * layouts used are the kernel's <linux/fuse.h> (stable ABI), spelled out in the .c file.
  */
 #ifndef CFUSETAP_H
 #define CFUSETAP_H

@@ -14,53 +14,42 @@ load() { # DIR_IN_MOUNT DIR_IN_STORE SECONDS
 import os, random, sys, time, multiprocessing as mp
 mount, store, seconds = sys.argv[1], sys.argv[2], float(sys.argv[3])
 
-def editor(end):
+def repeat(end, step):
+    """Runs `step` until `end`; ENOENT is the one error allowed (a file deleted in the store)."""
     n = 0
     while time.time() < end:
-        p = "%s/f%d" % (store, random.randrange(50))
-        k = random.randrange(3)
         try:
-            if k == 0:
-                with open(p, "w") as f: f.write("x" * random.randrange(1, 5000))
-            elif k == 1:
-                with open(p + ".new", "w") as f: f.write("y" * random.randrange(1, 5000))
-                os.rename(p + ".new", p)
-            else:
-                os.unlink(p)
+            step()
         except FileNotFoundError:
             pass
         n += 1
     return n
 
-def reader(end):
-    n = 0
-    while time.time() < end:
-        try:
-            with open("%s/f%d" % (mount, random.randrange(50))) as f: f.read()
-        except FileNotFoundError:
-            pass
-        n += 1
-    return n
+def edit():
+    p = "%s/f%d" % (store, random.randrange(50))
+    k = random.randrange(3)
+    if k == 0:
+        with open(p, "w") as f: f.write("x" * random.randrange(1, 5000))
+    elif k == 1:
+        with open(p + ".new", "w") as f: f.write("y" * random.randrange(1, 5000))
+        os.rename(p + ".new", p)
+    else:
+        os.unlink(p)
 
-def writer(end):
-    n = 0
-    while time.time() < end:
-        i = random.randrange(50)
-        try:
-            with open("%s/w%d" % (mount, i), "w") as f: f.write("z" * random.randrange(1, 9000))
-            if random.random() < 0.3: os.rename("%s/w%d" % (mount, i), "%s/w%d" % (mount, random.randrange(50)))
-            if random.random() < 0.2: os.unlink("%s/w%d" % (mount, i))
-            with open("%s/f%d" % (mount, i), "a") as f: f.write("a")
-        except FileNotFoundError:
-            pass
-        n += 1
-    return n
+def read():
+    with open("%s/f%d" % (mount, random.randrange(50))) as f: f.read()
+
+def write():
+    i = random.randrange(50)
+    with open("%s/w%d" % (mount, i), "w") as f: f.write("z" * random.randrange(1, 9000))
+    if random.random() < 0.3: os.rename("%s/w%d" % (mount, i), "%s/w%d" % (mount, random.randrange(50)))
+    if random.random() < 0.2: os.unlink("%s/w%d" % (mount, i))
+    with open("%s/f%d" % (mount, i), "a") as f: f.write("a")
 
 if __name__ == "__main__":
     end = time.time() + seconds
     with mp.Pool(6) as pool:
-        jobs = [pool.apply_async(editor, (end,)), pool.apply_async(writer, (end,))] + \
-               [pool.apply_async(reader, (end,)) for _ in range(4)]
+        jobs = [pool.apply_async(repeat, (end, step)) for step in [edit, write] + [read] * 4]
         counts = [j.get() for j in jobs]          # re-raises a worker's error
     print("ok" if all(c > 0 for c in counts) else "idle: %s" % counts)
 PY
