@@ -62,8 +62,12 @@ extension FUSEBridge {
 
     /// How the kernel treats a new handle's data: passed through to the backing file (the
     /// backing id is returned), uncached for an O_DIRECT caller, or cached and kept across
-    /// opens while the store watcher invalidates what changes behind the mount.
+    /// opens while the store watcher invalidates what changes behind the mount. No handle
+    /// asks for FLUSH: the daemon has nothing to do at close(2) (POSIX locks live in the
+    /// kernel, presenters hear at RELEASE), and each FLUSH is a round trip close(2) waits for
+    /// (DESIGN.md 30). Under `-o writeback` the kernel sends FLUSH regardless.
     private func cacheMode(_ info: inout fuse_file_info, _ file: OpenFile) -> CInt? {
+        cfuse_fi_set_noflush(&info, 1)
         if let backing = passthrough?.backingID(for: file) { return backing }
         if file.direct { cfuse_fi_set_direct_io(&info, 1) } else if isCoherent { cfuse_fi_set_keep_cache(&info, 1) }
         return nil
@@ -165,7 +169,8 @@ extension FUSEBridge {
         }
     }
 
-    /// FLUSH (every close of a descriptor): nothing to do; POSIX locks live in the kernel.
+    /// FLUSH: nothing to do; POSIX locks live in the kernel. Handles are opened with
+    /// `noflush`, so only `-o writeback` mounts (where the kernel ignores it) still send it.
     func flush(_ reply: consuming Reply) { reply.ok() }
 
     /// RELEASE: a handle that wrote under coordination tells presenters `didChange`.

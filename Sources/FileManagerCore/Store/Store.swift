@@ -93,7 +93,7 @@ public final class Store: Sendable {
         for component in path.components {
             prefix.append(component)
             do {
-                try prefix.withName { p throws(Errno) in try Syscall.check { Glibc.mkdir(p, 0o755) } }
+                _ = try prefix.withName { p throws(Errno) in try Syscall.check { Glibc.mkdir(p, 0o755) } }
             } catch .fileExists {
                 continue
             }
