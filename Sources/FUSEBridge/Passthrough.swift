@@ -7,7 +7,7 @@ import SystemPackage
 /// FUSE passthrough (`-o passthrough`, DESIGN.md 29): reads, writes and mmaps of an open
 /// regular file go from the kernel straight to the backing file, as on the store's own file
 /// system, without a request, a copy or a second page cache. The daemon still sees every
-/// open, flush, fsync, setattr and release.
+/// open, fsync, setattr and release.
 ///
 /// The kernel passes a handle's I/O to a *backing file* registered on the session's
 /// `/dev/fuse` descriptor. It insists that every handle of an inode open at one time is of
@@ -22,7 +22,8 @@ import SystemPackage
 /// A file with a set-ID bit is served through the daemon when nothing is open, and a mode
 /// with one is refused (ETXTBSY) while a handle is passed through: under
 /// FUSE_HANDLE_KILLPRIV_V2 (DESIGN.md 24) the kernel leaves clearing the bits on write to
-/// the file system, and a passed-through write never reaches it.
+/// the file system, and a passed-through write never reaches it. A bit set in the store
+/// behind such a handle goes at the next write: registrations are made without CAP_FSETID.
 final class Passthrough: Sendable {
     /// The session's `/dev/fuse` descriptor while it is mounted; -1 before and after. Held
     /// across each ioctl, so that `detach` (before the descriptor closes) waits for it.
@@ -76,15 +77,20 @@ final class Passthrough: Sendable {
     /// Registers the item's descriptor as a backing file; nil when refused.
     fileprivate func register(_ item: Item) -> CInt? {
         guard available.load(ordering: .relaxed) else { return nil }
-        let id = channel.withLock { devfd -> CInt in
-            guard devfd >= 0 else { return -EBADFD }
-            var id = cfusetap_backing_open(devfd, item.fd)
-            // Kernels 6.9-6.11 without the O_PATH fix take only a real descriptor.
-            if id == -EBADF, let fd = try? Syscall.reopen(item.fd, O_RDONLY | O_NONBLOCK) {
-                id = cfusetap_backing_open(devfd, fd)
-                Syscall.close(fd)  // the registration holds its own reference
+        // The registration keeps the credentials of the thread that makes it, and every
+        // passed-through read and write runs with them: without CAP_FSETID, so that a write
+        // clears set-ID bits even where one was set in the store behind an open handle.
+        let id = Credentials.withoutFSetID { _ in
+            channel.withLock { devfd -> CInt in
+                guard devfd >= 0 else { return -EBADFD }
+                var id = cfusetap_backing_open(devfd, item.fd)
+                // Kernels 6.9-6.11 without the O_PATH fix take only a real descriptor.
+                if id == -EBADF, let fd = try? Syscall.reopen(item.fd, O_RDONLY | O_NONBLOCK) {
+                    id = cfusetap_backing_open(devfd, fd)
+                    Syscall.close(fd)  // the registration holds its own reference
+                }
+                return id
             }
-            return id
         }
         if id > 0 { return id }
         switch -id {

@@ -86,19 +86,29 @@ public enum Credentials {
         guard let caller, caller.clearsSetID, canSwitch, hasSetIDBit(fd) else { return try body() }
         // Whatever this thread was (it may be inside `asCaller`), it is exactly that again after.
         let group = gid_t(truncatingIfNeeded: clinux_setfsgid(caller.gid))
-        let raised = clinux_set_fsetid_capability(0)
-        defer {
-            if raised == 1 { _ = clinux_set_fsetid_capability(1) }
-            _ = clinux_setfsgid(group)
+        defer { _ = clinux_setfsgid(group) }
+        return try withoutFSetID { lowered throws(E) -> R in
             // Lowering the capability cannot fail for a root daemon; if it ever did, the
             // bits go by hand with the plain rule (suid always, sgid if group-executable).
-            if raised < 0, let st = try? Syscall.fstat(fd) {
-                let mode = st.st_mode & 0o7777
-                let cleared = mode & ~(S_ISUID | (mode & S_IXGRP != 0 ? S_ISGID : 0))
-                if cleared != mode { try? Syscall.fchmod(pathDescriptor: fd, cleared) }
+            defer {
+                if !lowered, let st = try? Syscall.fstat(fd) {
+                    let mode = st.st_mode & 0o7777
+                    let cleared = mode & ~(S_ISUID | (mode & S_IXGRP != 0 ? S_ISGID : 0))
+                    if cleared != mode { try? Syscall.fchmod(pathDescriptor: fd, cleared) }
+                }
             }
+            return try body()
         }
-        return try body()
+    }
+
+    /// Runs `body` on this thread without CAP_FSETID among its effective capabilities, the
+    /// one that lets a write keep a file's set-ID bits; `lowered` says whether the thread
+    /// now lacks it (false only if the kernel refused the change). Restored after.
+    @inline(__always)
+    public static func withoutFSetID<R, E: Error>(_ body: (_ lowered: Bool) throws(E) -> R) throws(E) -> R {
+        let was = clinux_set_fsetid_capability(0)
+        defer { if was == 1 { _ = clinux_set_fsetid_capability(1) } }
+        return try body(was >= 0)
     }
 
     private static func hasSetIDBit(_ fd: CInt) -> Bool {

@@ -9,7 +9,9 @@
 # truncate keep the size right; a mode with a set-ID bit is refused (ETXTBSY) while a handle
 # is passed through, and a set-ID file written by another user loses its bits (set-ID files
 # go through the daemon, which clears them) while a plain file written by that user is
-# passed through; and `-o passthrough,writeback` is refused with a clear message.
+# passed through, and a set-ID mode given in the store behind a passed-through handle is
+# cleared by the next write (passed-through I/O runs without CAP_FSETID); and
+# `-o passthrough,writeback` is refused with a clear message.
 . "$(dirname "$0")/../lib/common.sh"
 . "$(dirname "$0")/../lib/fusetrace.sh"
 _require_root
@@ -123,4 +125,22 @@ _trace_end
 _assert_eq 1 "$(_trace_count FUSE_OPEN)" "OPEN requests for another user's append to a plain file"
 _assert_eq 0 "$(_trace_count FUSE_WRITE)" "WRITE requests for another user's write to a plain file"
 _assert_output "data" cat "$SD/plain"
+# A set-ID mode given in the store behind a handle already passed through (no SETATTR to
+# refuse): the other user's next write through that handle still clears the bits.
+: >"$D/late" && chmod 777 "$D/late"
+coproc WRITER { _as_user "$U1" "$PY" -c 'import os, sys
+fd = os.open(sys.argv[1], os.O_WRONLY | os.O_APPEND)
+print("open", flush=True); sys.stdin.readline()
+os.write(fd, b"data"); print("wrote", flush=True)' "$D/late"; }
+read -r said <&"${WRITER[0]}"
+_assert_eq open "$said" "the other user's handle"
+chmod 6777 "$SD/late"
+_trace_begin "$TEST_MNT"
+echo go >&"${WRITER[1]}"
+read -r said <&"${WRITER[0]}"
+_trace_end
+_assert_eq wrote "$said" "the other user's write"
+_assert_eq 0 "$(_trace_count FUSE_WRITE)" "WRITE requests (the handle is passed through)"
+_assert_output "0777" fsop stat "$SD/late" perm
+_assert_output "data" cat "$SD/late"
 fs_umount
