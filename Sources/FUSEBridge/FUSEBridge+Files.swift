@@ -52,7 +52,7 @@ extension FUSEBridge {
             do {
                 let file = try volume.open(item, flags: flags, caller: caller)
                 info.fh = FUSEBridge.retain(file)
-                let backing = cacheMode(&info, file)
+                let backing = handleMode(&info, file)
                 if !reply.open(&info, passthrough: backing) { FUSEBridge.releaseHandle(info.fh, as: OpenFile.self) }
             } catch {
                 reply.fail(error)
@@ -66,7 +66,7 @@ extension FUSEBridge {
     /// asks for FLUSH: the daemon has nothing to do at close(2) (POSIX locks live in the
     /// kernel, presenters hear at RELEASE), and each FLUSH is a round trip close(2) waits for
     /// (DESIGN.md 30). Under `-o writeback` the kernel sends FLUSH regardless.
-    private func cacheMode(_ info: inout fuse_file_info, _ file: OpenFile) -> CInt? {
+    private func handleMode(_ info: inout fuse_file_info, _ file: OpenFile) -> CInt? {
         cfuse_fi_set_noflush(&info, 1)
         if let backing = passthrough?.backingID(for: file) { return backing }
         if file.direct { cfuse_fi_set_direct_io(&info, 1) } else if isCoherent { cfuse_fi_set_keep_cache(&info, 1) }
@@ -94,7 +94,7 @@ extension FUSEBridge {
             do {
                 let (item, st, file) = try volume.create(dir, names.first, mode: mode, flags: info.flags, caller: caller)
                 info.fh = FUSEBridge.retain(file)
-                let backing = cacheMode(&info, file)
+                let backing = handleMode(&info, file)
                 if !reply.create(item.inode, st, timeouts: timeouts, &info, passthrough: backing) {
                     // The caller is gone (interrupted): no RELEASE or FORGET will come.
                     FUSEBridge.releaseHandle(info.fh, as: OpenFile.self)
