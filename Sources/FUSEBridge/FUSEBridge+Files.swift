@@ -65,7 +65,8 @@ extension FUSEBridge {
     /// opens while the store watcher invalidates what changes behind the mount. No handle
     /// asks for FLUSH: the daemon has nothing to do at close(2) (POSIX locks live in the
     /// kernel, presenters hear at RELEASE), and each FLUSH is a round trip close(2) waits for
-    /// (DESIGN.md 30). Under `-o writeback` the kernel sends FLUSH regardless.
+    /// (DESIGN.md 30). Under `-o writeback` the kernel sends FLUSH regardless. Lock handlers
+    /// (`getlk`/`setlk`) would need FLUSH back: it is the only release of a remote lock.
     private func handleMode(_ info: inout fuse_file_info, _ file: OpenFile) -> CInt? {
         cfuse_fi_set_noflush(&info, 1)
         if let backing = passthrough?.backingID(for: file) { return backing }

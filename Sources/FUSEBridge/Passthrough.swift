@@ -15,7 +15,7 @@ import SystemPackage
 /// and fails an open that breaks the rule with EIO. So each item keeps (`Item.attachment`)
 /// its registration, made at its first passed-through open (the item's `O_PATH` descriptor
 /// is enough: the kernel opens its own file from that path with each caller's open flags
-/// and the daemon's credentials) and given back when the kernel forgets the item, and the
+/// and the daemon's credentials less CAP_FSETID) and given back when the kernel forgets the item, and the
 /// number of handles of each kind it has open; a new handle takes the kind already open.
 /// Our counts drop at RELEASE, after the kernel's, so they never claim less than it holds.
 ///
@@ -79,7 +79,8 @@ final class Passthrough: Sendable {
         guard available.load(ordering: .relaxed) else { return nil }
         // The registration keeps the credentials of the thread that makes it, and every
         // passed-through read and write runs with them: without CAP_FSETID, so that a write
-        // clears set-ID bits even where one was set in the store behind an open handle.
+        // clears set-ID bits even where one was set in the store behind an open handle. Never
+        // inside `Credentials.asCaller`: one caller's fs ids would serve every later handle.
         let id = Credentials.withoutFSetID { _ in
             channel.withLock { devfd -> CInt in
                 guard devfd >= 0 else { return -EBADFD }

@@ -131,14 +131,16 @@ _assert_output "data" cat "$SD/plain"
 coproc WRITER { _as_user "$U1" "$PY" -c 'import os, sys
 fd = os.open(sys.argv[1], os.O_WRONLY | os.O_APPEND)
 print("open", flush=True); sys.stdin.readline()
-os.write(fd, b"data"); print("wrote", flush=True)' "$D/late"; }
-read -r said <&"${WRITER[0]}"
+os.write(fd, b"data"); os.close(fd); print("wrote", flush=True)' "$D/late"; }
+writer=$WRITER_PID
+said=""; read -r -t 10 said <&"${WRITER[0]}"
 _assert_eq open "$said" "the other user's handle"
 chmod 6777 "$SD/late"
 _trace_begin "$TEST_MNT"
 echo go >&"${WRITER[1]}"
-read -r said <&"${WRITER[0]}"
+said=""; read -r -t 10 said <&"${WRITER[0]}"
 _trace_end
+wait "$writer"
 _assert_eq wrote "$said" "the other user's write"
 _assert_eq 0 "$(_trace_count FUSE_WRITE)" "WRITE requests (the handle is passed through)"
 _assert_output "0777" fsop stat "$SD/late" perm
