@@ -72,7 +72,7 @@ extension FUSEBridge {
         /// Namespace operations hold the kernel's directory locks while they wait: they get
         /// the shorter deadline.
         var namespace = false
-        /// Announced to presenters once the operation succeeded.
+        /// Announced to presenters when the operation succeeds, before the kernel hears of it.
         var event: PresenterEvent?
     }
 
@@ -100,10 +100,11 @@ extension FUSEBridge {
             case .failure(let error):
                 parked.take().fail(error.errno)
             case .success(let access):
-                let succeeded = Reply.Outcome()
-                parked.observe(succeeded)
-                copies.with { operation(parked.take(), $0) }  // `succeeded` is read below: alive throughout
-                if succeeded.value, let event = plan.event { mount.center.announce(event, by: purpose) }
+                // The event goes to presenters as the success goes to the kernel, before it:
+                // what the caller does next (a write, a close) is announced after it.
+                let announcing = plan.event.map { event in Reply.Outcome { mount.center.announce(event, by: purpose) } }
+                if let announcing { parked.observe(announcing) }
+                withExtendedLifetime(announcing) { copies.with { operation(parked.take(), $0) } }
                 access.end()
             }
         }

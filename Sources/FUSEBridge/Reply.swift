@@ -16,9 +16,10 @@ import SystemPackage
 /// Sendable note: `fuse_req_t` is an opaque pointer libfuse lets any thread answer.
 public struct Reply: ~Copyable, @unchecked Sendable {
     let request: fuse_req_t
-    /// Told whether the answer was a success (a coordinated operation announces only what
-    /// it committed). Nil on the fast path. Unmanaged because `discard self` needs trivially
-    /// destroyed fields; the observer keeps the `Outcome` alive while the reply lives.
+    /// Told of a success just before the answer goes out (a coordinated operation announces
+    /// only what it committed, and before the caller can act on it). Nil on the fast path.
+    /// Unmanaged because `discard self` needs trivially destroyed fields; the observer keeps
+    /// the `Outcome` alive while the reply lives.
     private var outcome: Unmanaged<Outcome>?
 
     init(_ request: fuse_req_t) {
@@ -26,9 +27,11 @@ public struct Reply: ~Copyable, @unchecked Sendable {
         self.outcome = nil
     }
 
-    /// Records whether the request was answered with success.
+    /// What to do when the request is answered with success, before the kernel has the
+    /// answer: whatever the caller does next (a write, a close) comes after it.
     final class Outcome: @unchecked Sendable {
-        var value = false
+        let onSuccess: () -> Void
+        init(_ onSuccess: @escaping () -> Void) { self.onSuccess = onSuccess }
     }
 
     consuming func observing(_ outcome: Outcome) -> Reply {
@@ -37,7 +40,7 @@ public struct Reply: ~Copyable, @unchecked Sendable {
     }
 
     @inline(__always)
-    private func succeeded() { outcome?.takeUnretainedValue().value = true }
+    private func succeeded() { outcome?.takeUnretainedValue().onSuccess() }
 
     deinit {
         bridgeLogger.error("request left unanswered; replying EIO")
@@ -78,8 +81,8 @@ public struct Reply: ~Copyable, @unchecked Sendable {
 
     /// Success without data (unlink, rmdir, rename, release, fsync, setxattr, ...).
     consuming func ok() {
-        fuse_reply_err(request, 0)
         succeeded()
+        fuse_reply_err(request, 0)
         discard self
     }
 
@@ -94,6 +97,7 @@ public struct Reply: ~Copyable, @unchecked Sendable {
     /// An entry (lookup, mknod, mkdir, symlink, link). The kernel's lookup count of the item
     /// grows by one: the core counted it when it handed the item out.
     consuming func entry(_ inode: UInt64, _ attributes: stat, timeouts: CacheTimeouts) {
+        succeeded()
         var e = fuse_entry_param()
         e.ino = fuse_ino_t(inode)
         e.generation = 0
@@ -101,25 +105,24 @@ public struct Reply: ~Copyable, @unchecked Sendable {
         e.attr_timeout = timeouts.attributes
         e.entry_timeout = timeouts.entries
         fuse_reply_entry(request, &e)
-        succeeded()
         discard self
     }
 
     /// A cached "no such entry" (node id 0): the kernel remembers the miss for the entry
     /// timeout, sparing the next lookup of the same name.
     consuming func negativeEntry(timeouts: CacheTimeouts) {
+        succeeded()
         var e = fuse_entry_param()
         e.ino = 0
         e.entry_timeout = timeouts.negative
         fuse_reply_entry(request, &e)
-        succeeded()
         discard self
     }
 
     consuming func attributes(_ attributes: stat, timeout: Double) {
+        succeeded()
         var st = attributes
         fuse_reply_attr(request, &st, timeout)
-        succeeded()
         discard self
     }
 
@@ -130,8 +133,8 @@ public struct Reply: ~Copyable, @unchecked Sendable {
     /// `passthrough`: the backing id the kernel passes the handle's I/O to (DESIGN.md 29).
     @discardableResult
     consuming func open(_ info: UnsafeMutablePointer<fuse_file_info>, passthrough: CInt? = nil) -> Bool {
-        let rc = Reply.passingThrough(passthrough) { fuse_reply_open(request, info) }
         succeeded()
+        let rc = Reply.passingThrough(passthrough) { fuse_reply_open(request, info) }
         discard self
         return rc != -ENOENT
     }
@@ -140,13 +143,13 @@ public struct Reply: ~Copyable, @unchecked Sendable {
     @discardableResult
     consuming func create(_ inode: UInt64, _ attributes: stat, timeouts: CacheTimeouts, _ info: UnsafeMutablePointer<fuse_file_info>,
                           passthrough: CInt? = nil) -> Bool {
+        succeeded()
         var e = fuse_entry_param()
         e.ino = fuse_ino_t(inode)
         e.attr = attributes
         e.attr_timeout = timeouts.attributes
         e.entry_timeout = timeouts.entries
         let rc = Reply.passingThrough(passthrough) { fuse_reply_create(request, &e, info) }
-        succeeded()
         discard self
         return rc != -ENOENT
     }
@@ -164,50 +167,50 @@ public struct Reply: ~Copyable, @unchecked Sendable {
 
     /// READ from a descriptor: spliced by libfuse when it can, never copied through Swift.
     consuming func data(from fd: CInt, size: Int, offset: off_t) {
+        succeeded()
         let rc = cfuse_reply_fd_data(request, fd, size, offset)
         if rc != 0 { bridgeLogger.debug("reply data: \(rc)") }
-        succeeded()
         discard self
     }
 
     consuming func buffer(_ bytes: UnsafeRawBufferPointer) {
-        fuse_reply_buf(request, bytes.baseAddress?.assumingMemoryBound(to: CChar.self), bytes.count)
         succeeded()
+        fuse_reply_buf(request, bytes.baseAddress?.assumingMemoryBound(to: CChar.self), bytes.count)
         discard self
     }
 
     consuming func written(_ count: Int) {
-        fuse_reply_write(request, count)
         succeeded()
+        fuse_reply_write(request, count)
         discard self
     }
 
     consuming func xattrSize(_ size: Int) {
-        fuse_reply_xattr(request, size)
         succeeded()
+        fuse_reply_xattr(request, size)
         discard self
     }
 
     consuming func link(_ target: [UInt8]) {
+        succeeded()
         var bytes = target
         bytes.append(0)
         bytes.withUnsafeBufferPointer { b in
             _ = fuse_reply_readlink(request, UnsafeRawPointer(b.baseAddress!).assumingMemoryBound(to: CChar.self))
         }
-        succeeded()
         discard self
     }
 
     consuming func fileSystem(_ figures: statvfs) {
+        succeeded()
         var sv = figures
         fuse_reply_statfs(request, &sv)
-        succeeded()
         discard self
     }
 
     consuming func offset(_ offset: off_t) {
-        fuse_reply_lseek(request, offset)
         succeeded()
+        fuse_reply_lseek(request, offset)
         discard self
     }
 }
