@@ -14,7 +14,7 @@ set -euo pipefail
 OLD=$(realpath "$1") NEW=$(realpath "$2") ROUNDS=${3:-6}
 REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 TARBALL=${AB_TARBALL:-$REPO/.build-release/fsbench-anchors/tree-_usr_include_linux.tar}
-[[ -s $TARBALL ]] || tar -C /usr/include -cf "$TARBALL" linux
+if [[ ! -s $TARBALL ]]; then mkdir -p "$(dirname "$TARBALL")"; tar -C /usr/include -cf "$TARBALL" linux; fi
 WORK=$(mktemp -d /dev/shm/cfs-ab.XXXXXX)
 cleanup() {
 	cd /
