@@ -34,8 +34,11 @@
 #   BENCH_ANCHORS (default $REPO/.build-release/fsbench-anchors: passthrough_ll, metabench, tarball)
 #   BENCH_CFS_OPTS     extra -o options for the containerfs label, e.g. attr_timeout=60,threads=4
 #   BENCH_CFS_VARIANTS more ContainerFS labels, "NAME:OPTS NAME2:OPTS2" -> containerfs_NAME
-#                      (default "pt:passthrough": the FUSE passthrough mount, DESIGN.md 29;
-#                      set it empty to run the default mount alone)
+#                      (default "pt:passthrough ur:uring": the FUSE passthrough mount, DESIGN.md
+#                      29, and FUSE over io_uring, DESIGN.md 31 — the latter only where the
+#                      kernel has it and we are root: bench.sh turns the kernel's
+#                      fuse.enable_uring on for the run and back after; set it empty to run
+#                      the default mount alone)
 #   BENCH_FS           labels to run (default: native passthrough_ll passthrough_ll_wb containerfs
 #                      + variants); the report needs the three anchors for its ratios
 #   FSBENCH_* (sizes, see fsbench.sh --help) and SQLBENCH_SCALE pass through.
@@ -186,7 +189,10 @@ declare -A SPEC=(
 	[containerfs]=$(cfs_cmd containerfs "${BENCH_CFS_OPTS:-}")
 )
 CFS_LABELS=(containerfs)
-for v in ${BENCH_CFS_VARIANTS-pt:passthrough}; do
+URING_SWITCH=/sys/module/fuse/parameters/enable_uring
+DEFAULT_VARIANTS="pt:passthrough"
+[[ -w $URING_SWITCH ]] && DEFAULT_VARIANTS+=" ur:uring"
+for v in ${BENCH_CFS_VARIANTS-$DEFAULT_VARIANTS}; do
 	name=${v%%:*} opts=${v#*:}
 	[[ $name =~ ^[A-Za-z0-9_]+$ && -n $opts && $opts != "$v" ]] || die "bad BENCH_CFS_VARIANTS entry '$v' (NAME:OPTS)"
 	SPEC[containerfs_$name]=$(cfs_cmd "containerfs_$name" "$opts")
@@ -200,7 +206,20 @@ for l in "${LABELS[@]}"; do
 	[[ $l == containerfs* ]] && export "FSBENCH_SUBDIR_$l=$CFS_SUB"
 done
 
+# FUSE over io_uring is off in the kernel unless root turns it on: for the run only.
+URING_WAS=""
+for l in "${LABELS[@]}"; do
+	[[ ${SPEC[$l]} == *uring* ]] || continue
+	[[ $(cat "$URING_SWITCH" 2>/dev/null) == Y ]] && break
+	[[ -w $URING_SWITCH ]] || die "$l needs FUSE over io_uring: $URING_SWITCH must be Y (as root), or is missing (kernel before 6.14)"
+	URING_WAS=N
+	echo Y >"$URING_SWITCH"
+	say "turned on $URING_SWITCH for this run"
+	break
+done
+
 cleanup() {
+	[[ -n $URING_WAS ]] && echo "$URING_WAS" >"$URING_SWITCH"
 	((KEEP)) && return
 	# a daemon still serving the store (an interrupted run) keeps it
 	if findmnt -rn -o SOURCE | grep -q "^$BACKING/"; then

@@ -1,9 +1,11 @@
 #define _GNU_SOURCE
 #include "CFuseTap.h"
+#include "ring.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <stdlib.h>
 #include <stdint.h>
 #include <string.h>
 #include <sys/ioctl.h>
@@ -40,6 +42,7 @@ enum {
 #define FUSE_INIT_EXT (1u << 30)
 #define FUSE_WRITEBACK_CACHE_FLAG (1u << 16)
 #define FUSE_PASSTHROUGH_FLAGS2 (1u << (37 - 32))
+#define FUSE_OVER_IO_URING_FLAGS2 (1u << (41 - 32))
 #define FOPEN_PASSTHROUGH (1u << 7)
 /* What the kernel accepts next to FOPEN_PASSTHROUGH (FOPEN_PASSTHROUGH_MASK): DIRECT_IO,
  * NOFLUSH, PARALLEL_DIRECT_WRITES; anything else (KEEP_CACHE...) fails the open with EIO. */
@@ -77,6 +80,7 @@ static __thread int request_clears_setid;
 static __thread uint64_t init_unique;
 static __thread int init_offers_v2;
 static __thread int init_offers_passthrough;
+static __thread int init_offers_uring;
 /* The backing id the OPEN or CREATE reply this thread is sending right now carries
  * (0: none); set only around fuse_reply_open/fuse_reply_create, which write on the
  * calling thread. */
@@ -134,7 +138,7 @@ static const struct {
      * with capabilities dropped (Volume.openExisting), which clears the bits by itself. */
 };
 
-static void look_at_request(int fd, const char *buf, size_t n)
+void cfusetap_observe_request(int fd, const char *buf, size_t n)
 {
     request_clears_setid = 0;
     if (n < IN_HEADER_SIZE) return;
@@ -146,6 +150,9 @@ static void look_at_request(int fd, const char *buf, size_t n)
         init_offers_v2 = bit_at(arg, arglen, INIT_FLAGS_AT, FUSE_HANDLE_KILLPRIV_V2);
         init_offers_passthrough = bit_at(arg, arglen, INIT_FLAGS_AT, FUSE_INIT_EXT)
             && bit_at(arg, arglen, INIT_IN_FLAGS2_AT, FUSE_PASSTHROUGH_FLAGS2) && wants_passthrough(fd);
+        init_offers_uring = bit_at(arg, arglen, INIT_FLAGS_AT, FUSE_INIT_EXT)
+            && bit_at(arg, arglen, INIT_IN_FLAGS2_AT, FUSE_OVER_IO_URING_FLAGS2) && cfusetap_ring_wanted(fd);
+        if (cfusetap_ring_wanted(fd) && !init_offers_uring) cfusetap_ring_answered_init(fd, 0);
         return;
     }
     for (size_t i = 0; i < sizeof kill_bits / sizeof kill_bits[0]; i++) {
@@ -162,7 +169,10 @@ ssize_t cfusetap_read(int fd, void *buf, size_t len, void *userdata)
 {
     (void)userdata;
     ssize_t n = read(fd, buf, len);
-    if (n > 0) look_at_request(fd, buf, (size_t)n);
+    if (n > 0) {
+        cfusetap_observe_request(fd, buf, (size_t)n);
+        if (cfusetap_ring_active()) cfusetap_ring_channel_request(fd, buf, (size_t)n);
+    }
     return n;
 }
 
@@ -170,23 +180,42 @@ ssize_t cfusetap_read(int fd, void *buf, size_t len, void *userdata)
 static ssize_t write_init_reply(int fd, struct iovec *iov)
 {
     char reply[256];
-    if (iov[1].iov_len < INIT_FLAGS_AT + 4 || iov[1].iov_len > sizeof reply) return writev(fd, iov, 2);
+    if (iov[1].iov_len < INIT_OUT_STACK_DEPTH_AT + 4 || iov[1].iov_len > sizeof reply) {
+        if (init_offers_uring) cfusetap_ring_answered_init(fd, 0);
+        return writev(fd, iov, 2);
+    }
     memcpy(reply, iov[1].iov_base, iov[1].iov_len);
     uint32_t flags = load32(reply + INIT_FLAGS_AT);
     if (init_offers_v2) flags |= FUSE_HANDLE_KILLPRIV_V2;
     /* FUSE passthrough (kernel 6.9): the kernel refuses it alongside a writeback cache, and
      * a file system stacked on this one may then go at most one level deeper. */
-    if (init_offers_passthrough && (flags & FUSE_WRITEBACK_CACHE_FLAG) == 0
-        && iov[1].iov_len >= INIT_OUT_STACK_DEPTH_AT + 4) {
+    uint32_t flags2 = load32(reply + INIT_OUT_FLAGS2_AT);
+    if (init_offers_passthrough && (flags & FUSE_WRITEBACK_CACHE_FLAG) == 0) {
         flags |= FUSE_INIT_EXT;
-        uint32_t flags2 = load32(reply + INIT_OUT_FLAGS2_AT) | FUSE_PASSTHROUGH_FLAGS2;
+        flags2 |= FUSE_PASSTHROUGH_FLAGS2;
         uint32_t depth = 1;
-        memcpy(reply + INIT_OUT_FLAGS2_AT, &flags2, sizeof flags2);
         memcpy(reply + INIT_OUT_STACK_DEPTH_AT, &depth, sizeof depth);
     }
+    /* FUSE over io_uring (kernel 6.14): requests then come through the session's ring,
+     * whose queues register once the kernel has this reply. */
+    if (init_offers_uring) {
+        flags |= FUSE_INIT_EXT;
+        flags2 |= FUSE_OVER_IO_URING_FLAGS2;
+    }
+    memcpy(reply + INIT_OUT_FLAGS2_AT, &flags2, sizeof flags2);
     memcpy(reply + INIT_FLAGS_AT, &flags, sizeof flags);
     struct iovec patched[2] = { iov[0], { reply, iov[1].iov_len } };
-    return writev(fd, patched, 2);
+    ssize_t n = writev(fd, patched, 2);
+    if (init_offers_uring) cfusetap_ring_answered_init(fd, n > 0);
+    return n;
+}
+
+/* A reply goes where its request came from: the ring entry serving it, or /dev/fuse. */
+static ssize_t send_reply(int fd, struct iovec *iov, int count)
+{
+    ssize_t sent;
+    if (cfusetap_ring_active() && cfusetap_ring_route(fd, iov, count, &sent)) return sent;
+    return writev(fd, iov, count);
 }
 
 /* An OPEN or CREATE reply naming the backing file the kernel should pass I/O to. */
@@ -201,17 +230,17 @@ static ssize_t write_open_reply(int fd, struct iovec *iov)
     memcpy(open_out + OPEN_OUT_FLAGS_AT, &open_flags, sizeof open_flags);
     memcpy(open_out + OPEN_OUT_BACKING_AT, &reply_backing_id, sizeof reply_backing_id);
     struct iovec patched[2] = { iov[0], { reply, len } };
-    return writev(fd, patched, 2);
+    return send_reply(fd, patched, 2);
 }
 
 ssize_t cfusetap_writev(int fd, struct iovec *iov, int count, void *userdata)
 {
     (void)userdata;
-    if (count != 2 || iov[0].iov_len != OUT_HEADER_SIZE) return writev(fd, iov, count);
+    if (count != 2 || iov[0].iov_len != OUT_HEADER_SIZE) return send_reply(fd, iov, count);
     const char *header = iov[0].iov_base;
     int32_t error;
     memcpy(&error, header + 4, sizeof error);
-    if (error != 0) return writev(fd, iov, count);
+    if (error != 0) return send_reply(fd, iov, count);
     /* libfuse sends the INIT reply as [fuse_out_header][fuse_init_out] before any other
      * request can arrive, from the thread that read the INIT. */
     if (init_unique != 0 && load64(header + 8) == init_unique) {
@@ -219,7 +248,7 @@ ssize_t cfusetap_writev(int fd, struct iovec *iov, int count, void *userdata)
         return write_init_reply(fd, iov);
     }
     if (reply_backing_id > 0) return write_open_reply(fd, iov);
-    return writev(fd, iov, count);
+    return send_reply(fd, iov, count);
 }
 
 ssize_t cfusetap_splice_receive(int fdin, off_t *offin, int fdout, off_t *offout, size_t len,
@@ -231,11 +260,40 @@ ssize_t cfusetap_splice_receive(int fdin, off_t *offin, int fdout, off_t *offout
     return splice(fdin, offin, fdout, offout, len, flags);
 }
 
+/* libfuse splices a data reply (header, then the file's pages) from a pipe. A reply for a
+ * ring request is read out of the pipe into its entry; any other, once its header has been
+ * read, is written whole from memory (only while a ring exists: requests then reach
+ * /dev/fuse only before the ring is ready). */
 ssize_t cfusetap_splice_send(int fdin, off_t *offin, int fdout, off_t *offout, size_t len,
                              unsigned int flags, void *userdata)
 {
     (void)userdata;
-    return splice(fdin, offin, fdout, offout, len, flags);
+    if (!cfusetap_ring_active() || offin || len < OUT_HEADER_SIZE) return splice(fdin, offin, fdout, offout, len, flags);
+    char header[OUT_HEADER_SIZE];
+    size_t got = 0;
+    while (got < OUT_HEADER_SIZE) {
+        ssize_t r = read(fdin, header + got, OUT_HEADER_SIZE - got);
+        if (r < 0 && errno == EINTR) continue;
+        if (r <= 0) { errno = EIO; return -1; }
+        got += (size_t)r;
+    }
+    int failed = 0;
+    if (cfusetap_ring_route_pipe(fdout, header, fdin, len - OUT_HEADER_SIZE, &failed)) {
+        if (failed) { errno = EIO; return -1; }
+        return (ssize_t)len;
+    }
+    char *message = malloc(len);
+    if (!message) { errno = ENOMEM; return -1; }
+    memcpy(message, header, OUT_HEADER_SIZE);
+    while (got < len) {
+        ssize_t r = read(fdin, message + got, len - got);
+        if (r < 0 && errno == EINTR) continue;
+        if (r <= 0) { free(message); errno = EIO; return -1; }
+        got += (size_t)r;
+    }
+    ssize_t n = write(fdout, message, len);
+    free(message);
+    return n;
 }
 
 /* MARK: FUSE passthrough */

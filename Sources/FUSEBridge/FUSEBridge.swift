@@ -77,6 +77,9 @@ public final class FUSEBridge: @unchecked Sendable {
 
     // MARK: - Lifecycle
 
+    /// The largest WRITE (and so READ, READDIR...) payload: 1 MiB, 256 pages.
+    static let maxWrite = 1 << 20
+
     /// INIT: ask for what makes the hot path cheap (see DESIGN.md, decision 9).
     func initialize(_ conn: UnsafeMutablePointer<fuse_conn_info>) {
         var want = conn.pointee.want
@@ -113,7 +116,7 @@ public final class FUSEBridge: @unchecked Sendable {
             want &= ~UInt32(FUSE_CAP_WRITEBACK_CACHE)
         }
         conn.pointee.want = want
-        conn.pointee.max_write = 1 << 20
+        conn.pointee.max_write = UInt32(Self.maxWrite)
         conn.pointee.max_readahead = 1 << 20
         conn.pointee.time_gran = 1
     }

@@ -18,11 +18,14 @@ public final class FUSESession {
         public var mountOptions: [String]
         public var workerThreads: Int
         public var idleThreads: Int
+        /// FUSE over io_uring (`-o uring`, DESIGN.md 31), or `/dev/fuse` alone.
+        public var ring: RingTransport?
 
-        public init(mountOptions: [String], workerThreads: Int = 8, idleThreads: Int = 4) {
+        public init(mountOptions: [String], workerThreads: Int = 8, idleThreads: Int = 4, ring: RingTransport? = nil) {
             self.mountOptions = mountOptions
             self.workerThreads = workerThreads
             self.idleThreads = idleThreads
+            self.ring = ring
         }
     }
 
@@ -73,10 +76,15 @@ public final class FUSESession {
         let rc = fuse_session_custom_io(se, &io, fuse_session_fd(se))
         if rc != 0 {
             bridgeLogger.warning("\(mountPoint): custom channel I/O refused (\(rc)); set-ID clearing stays with the kernel")
-        } else if let passthrough = bridge.passthrough {
+            if options.ring != nil { throw Failure(description: "\(mountPoint): -o uring needs the channel tap, which libfuse refused") }
+            return
+        }
+        if let passthrough = bridge.passthrough {
             cfusetap_offer_passthrough(fuse_session_fd(se))
             passthrough.attach(channel: fuse_session_fd(se))
         }
+        // A ring entry holds the largest request or reply the kernel may send: max_write.
+        try options.ring?.start(session: se, channel: fuse_session_fd(se), payload: FUSEBridge.maxWrite)
     }
 
     /// Serves requests on libfuse's multi-threaded loop until unmount or a signal
@@ -87,6 +95,9 @@ public final class FUSESession {
         let rc = withExtendedLifetime(bridge) {
             cfuse_session_loop_mt(session, UInt32(options.idleThreads), UInt32(options.workerThreads))
         }
+        // Unmounted (the queues saw ENOTCONN) or stopped by a signal: either way no queue
+        // thread may call into the bridge once this returns.
+        options.ring?.stop(mountPoint: mountPoint)
         if let passthrough = bridge.passthrough {
             passthrough.detach()
             cfusetap_forget_session(fuse_session_fd(session))

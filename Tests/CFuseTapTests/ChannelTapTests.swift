@@ -2,7 +2,7 @@ import CFuseTap
 import Glibc
 import Testing
 
-/// The channel tap's byte patching (DESIGN.md 24, 29), on pipes standing in for /dev/fuse:
+/// The channel tap's byte patching (DESIGN.md 24, 29, 31), on pipes standing in for /dev/fuse:
 /// what the kernel reads of an INIT reply and of OPEN/CREATE replies. The layouts are the
 /// kernel's <linux/fuse.h> ABI.
 @Suite("Channel tap: what libfuse 3.14 cannot say", .serialized)
@@ -119,6 +119,70 @@ struct ChannelTapTests {
         let patched = Self.reply(unique: 12, open)
         cfusetap_reply_passthrough(0)
         #expect(Self.load32(patched, 8) == Self.fopenDirectIO | Self.fopenPassthrough)
+    }
+
+    /// One descriptor both ways, as /dev/fuse is: a FIFO opened for reading and writing.
+    static func fifo() -> CInt {
+        let path = "/tmp/cfusetap-test-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
+        #expect(mkfifo(path, 0o600) == 0)
+        let fd = open(path, O_RDWR)
+        unlink(path)
+        #expect(fd >= 0)
+        return fd
+    }
+
+    /// INIT through a session that asked for an io_uring transport (DESIGN.md 31): the
+    /// reply's flags2 (FUSE_OVER_IO_URING, bit 41) if the kernel offered it, and whether the
+    /// ring then counts as taken. (Its queues cannot register on a FIFO: they give up.)
+    static func initWithRing(offered: Bool) -> (flags: UInt32, flags2: UInt32, serving: Bool) {
+        let fd = fifo()
+        defer { close(fd) }
+        var error: CInt = 0
+        let ring = cfusetap_ring_new(fd, 1, 1 << 20, { _, _, _ in }, nil, &error)
+        #expect(ring != nil && error == 0)
+        var request = [UInt8](repeating: 0, count: 40 + 64)
+        put(UInt32(request.count), &request, at: 0)
+        put(UInt32(26), &request, at: 4)
+        put(UInt64(21), &request, at: 8)
+        put(UInt32(7), &request, at: 40)
+        put(UInt32(41), &request, at: 44)
+        put(initExt, &request, at: 52)
+        put(offered ? uringFlags2 : 0, &request, at: 56)
+        #expect(write(fd, request, request.count) == request.count)
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        #expect(cfusetap_read(fd, &buffer, buffer.count, nil) == request.count)
+        var header = [UInt8](repeating: 0, count: 16)
+        put(UInt32(16 + 64), &header, at: 0)
+        put(UInt64(21), &header, at: 8)
+        var body = [UInt8](repeating: 0, count: 64)
+        let sent = header.withUnsafeMutableBytes { h in
+            body.withUnsafeMutableBytes { b in
+                var iov = [iovec(iov_base: h.baseAddress, iov_len: h.count), iovec(iov_base: b.baseAddress, iov_len: b.count)]
+                return cfusetap_writev(fd, &iov, 2, nil)
+            }
+        }
+        #expect(sent == 80)
+        var out = [UInt8](repeating: 0, count: 80)
+        #expect(read(fd, &out, out.count) == out.count)
+        let serving = ring.map { cfusetap_ring_serving($0) != 0 } ?? false
+        cfusetap_ring_stop(ring)
+        return (load32(out, 16 + 12), load32(out, 16 + 32), serving)
+    }
+
+    static let uringFlags2: UInt32 = 1 << 9   // FUSE_OVER_IO_URING, bit 41
+
+    @Test func initReplyTakesTheRingWhenOfferedAndAsked() {
+        let (flags, flags2, serving) = Self.initWithRing(offered: true)
+        #expect(flags == Self.initExt)
+        #expect(flags2 == Self.uringFlags2)
+        #expect(serving)
+    }
+
+    @Test func initReplyLeavesTheRingWhenTheKernelDoesNotOfferIt() {
+        let (flags, flags2, serving) = Self.initWithRing(offered: false)
+        #expect(flags == 0)
+        #expect(flags2 == 0)
+        #expect(!serving)
     }
 
     @Test func anErrorReplyGoesOutUntouchedWhileABackingIsNamed() {

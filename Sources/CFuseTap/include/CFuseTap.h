@@ -27,6 +27,8 @@
 #ifndef CFUSETAP_H
 #define CFUSETAP_H
 
+#include <stddef.h>
+#include <stdint.h>
 #include <sys/types.h>
 #include <sys/uio.h>
 
@@ -54,5 +56,27 @@ int cfusetap_backing_open(int devfd, int fd);
 int cfusetap_backing_close(int devfd, int id);
 /* The OPEN/CREATE reply this thread sends next carries `backing_id` (0: none again). */
 void cfusetap_reply_passthrough(int backing_id);
+
+/* FUSE over io_uring (kernel 6.14, DESIGN.md 31): one queue per CPU, served by a thread
+ * pinned to it, so a request is answered on the CPU that made it. `process` gets each
+ * request laid out as a read(2) of /dev/fuse would give it (header, arguments), on the
+ * queue's thread; replies go through the tap's writev/splice_send, which commit them to
+ * the entry they answer. Created before the session's INIT is read; the queues register
+ * once the INIT reply, offering FUSE_OVER_IO_URING, is out. */
+typedef void (*cfusetap_ring_process)(void *context, void *request, size_t length);
+struct cfusetap_ring;
+/* `depth` requests per queue, `payload` bytes each (at least max_write). NULL and
+ * `*error` (an errno) on failure. */
+struct cfusetap_ring *cfusetap_ring_new(int devfd, unsigned depth, size_t payload,
+                                        cfusetap_ring_process process, void *context, int *error);
+/* Whether the kernel took the ring (INIT accepted FUSE_OVER_IO_URING). */
+int cfusetap_ring_serving(struct cfusetap_ring *ring);
+/* Requests served through the ring so far. */
+uint64_t cfusetap_ring_requests(struct cfusetap_ring *ring);
+/* Requests other than FORGET and INTERRUPT that still came through /dev/fuse after the
+ * ring had served its first (none, unless the kernel fell back). */
+uint64_t cfusetap_ring_strays(struct cfusetap_ring *ring);
+/* Stops the queues' threads (after the session loop) and frees everything. */
+void cfusetap_ring_stop(struct cfusetap_ring *ring);
 
 #endif

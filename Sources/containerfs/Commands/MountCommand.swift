@@ -20,7 +20,9 @@ struct MountCommand: ParsableCommand {
             ro, auto_unmount, fsname=NAME, subtype=NAME, attr_timeout=S, entry_timeout=S, negative_timeout=S, \
             threads=N, claim_timeout=S, namespace_timeout=S, presenter_timeout=S, writeback (the kernel caches \
             writes), passthrough (the kernel passes open files' reads and writes straight to the store; kernel \
-            6.9 or later, root daemon; not with writeback). Generic fstab options (defaults, nofail, noauto, user, \
+            6.9 or later, root daemon; not with writeback), uring (requests come through the kernel's \
+            io_uring queues, one per CPU, served on the CPU that made them; Linux 6.14 or later with \
+            /sys/module/fuse/parameters/enable_uring set to Y). Generic fstab options (defaults, nofail, noauto, user, \
             _netdev, x-*) are accepted and ignored.
             """
     )
@@ -87,13 +89,14 @@ struct MountCommand: ParsableCommand {
                                     coordination: options.coordination ? coordination : nil,
                                     passthrough: options.passthrough)
             let session = FUSESession(bridge: bridge, mountPoint: mountPoint.string)
+            let ring = options.uring ? RingTransport() : nil
             let sessionOptions = FUSESession.Options(mountOptions: options.fuse, workerThreads: options.workerThreads,
-                                                     idleThreads: options.idleThreads)
+                                                     idleThreads: options.idleThreads, ring: ring)
             // Everything that can fail comes before the mount: a failure after it would leave
             // a dead mount ("transport endpoint is not connected").
             let control = try ControlServer(path: Paths.controlSocket(store.path), logger: Logger(label: "containerfs.control"),
                                             handler: DaemonRequests(volume: volume, mountPoint: mountPoint,
-                                                                    coordination: coordination, clients: clients).handle)
+                                                                    coordination: coordination, clients: clients, ring: ring).handle)
             try session.mount(options: sessionOptions)
             let notifier = session.makeNotifier()
             if let notifier { volume.addObserver(notifier) }

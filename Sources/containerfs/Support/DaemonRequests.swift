@@ -1,3 +1,4 @@
+import FUSEBridge
 import FileManagerCore
 import Foundation
 import Glibc
@@ -10,15 +11,18 @@ struct DaemonRequests: Sendable {
     let mountPoint: FilePath
     let coordination: MountCoordination
     let clients: MountClients
+    /// `-o uring`: how many requests came through the kernel's io_uring queues.
+    let ring: RingTransport?
 
     func handle(_ request: ControlRequest, _ connection: ControlConnection) -> ControlResponse {
         let caller = connection.caller
         do {
             switch request.op {
             case "status":
-                return ControlResponse(id: request.id, ok: true, result: [
-                    "mountPoint": mountPoint.string, "store": volume.store.path.string, "pid": "\(getpid())",
-                ])
+                var result = ["mountPoint": mountPoint.string, "store": volume.store.path.string, "pid": "\(getpid())",
+                              "transport": ring?.isServing == true ? "io_uring" : "/dev/fuse"]
+                if let ring { result["ringRequests"] = "\(ring.requests)" }
+                return ControlResponse(id: request.id, ok: true, result: result)
             case "container.list":
                 let items = volume.registry.list().map(ContainerListing.dictionary)
                 return ControlResponse(id: request.id, ok: true, items: items)

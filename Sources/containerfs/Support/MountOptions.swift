@@ -26,6 +26,9 @@ struct MountOptions {
     /// FUSE passthrough of open files' reads and writes (DESIGN.md, decision 29): off by
     /// default, `-o passthrough`.
     var passthrough = false
+    /// FUSE over io_uring (DESIGN.md 31): off by default, `-o uring`; needs the kernel's
+    /// `fuse.enable_uring`.
+    var uring = false
     /// `-o nocoordination`: kernel requests bypass coordination entirely. For measuring what
     /// coordination costs on the hot path (PERFORMANCE.md); explicit claims then do not
     /// hold back I/O through the mount.
@@ -47,6 +50,8 @@ struct MountOptions {
                 case "nowriteback", "no_writeback": writeback = false
                 case "passthrough": passthrough = true
                 case "nopassthrough", "no_passthrough": passthrough = false
+                case "uring": uring = true
+                case "nouring", "no_uring": uring = false
                 case "allow_other": allowOther = true
                 case "noallow_other": allowOther = false
                 case "default_permissions": defaultPermissions = true
@@ -69,6 +74,7 @@ struct MountOptions {
         if passthrough && writeback {
             throw CommandFailure("-o passthrough,writeback: choose one (the kernel cannot pass writes through and cache them)")
         }
+        if uring { try Self.checkKernelRing() }
         // Without default_permissions nobody checks permissions: the daemon keeps its
         // capabilities across fs-uid switches (DESIGN.md, decision 6) and has no `access`.
         // A root daemon serving other users must not run that way.
@@ -81,6 +87,20 @@ struct MountOptions {
         if allowOther ?? (geteuid() == 0) { fuse.append("allow_other") }
         fuse.append("fsname=\(fsname ?? store)")
         fuse.append("subtype=\(subtype ?? "containerfs")")
+    }
+
+    /// The kernel offers FUSE over io_uring only while its module parameter says so (off by
+    /// default: root decides). Refused here, with the remedy, rather than silently served
+    /// through /dev/fuse.
+    static let ringSwitch = "/sys/module/fuse/parameters/enable_uring"
+    private static func checkKernelRing() throws {
+        guard let file = fopen(ringSwitch, "r") else {
+            throw CommandFailure("-o uring: this kernel has no FUSE over io_uring (\(ringSwitch) is missing; it needs Linux 6.14 or later built with CONFIG_FUSE_IO_URING)")
+        }
+        defer { fclose(file) }
+        guard fgetc(file) == CInt(UInt8(ascii: "Y")) else {
+            throw CommandFailure("-o uring: the kernel's FUSE io_uring transport is off (\(ringSwitch) is N; as root: echo Y > \(ringSwitch))")
+        }
     }
 
     private static func split(_ option: String) -> (String, String?) {

@@ -1,0 +1,64 @@
+import CFuse
+import CFuseTap
+import Glibc
+import Synchronization
+
+/// FUSE over io_uring (kernel 6.14, DESIGN.md 31), through the channel tap: requests come
+/// through one queue per CPU, each served by a thread pinned to that CPU, instead of
+/// `/dev/fuse` reads by whichever worker the kernel wakes. A caller's request is then
+/// handled on the CPU the caller just left to wait, with no other processor woken — the
+/// wake-up that costs most of a round trip on a small virtual machine.
+///
+/// libfuse 3.14 knows nothing of it: the tap offers `FUSE_OVER_IO_URING` in the INIT reply,
+/// the queues' threads hand each request to `fuse_session_process_buf` laid out as a read
+/// of `/dev/fuse` would give it, and the tap's writev/splice commit each reply to the ring
+/// entry it answers. FORGET and INTERRUPT still come through `/dev/fuse` (the kernel sends
+/// them there), so libfuse's own loop keeps running beside the queues.
+///
+/// Created before the mount (the control socket reports it), started by the session.
+public final class RingTransport: Sendable {
+    /// Entries each queue starts with; a queue grows while parked requests hold its entries
+    /// (ring.c).
+    static let depth: UInt32 = 8
+
+    private struct State: @unchecked Sendable { var ring: OpaquePointer? }
+    private let state = Mutex(State())
+
+    public init() {}
+
+    /// Before the session's first request: the queues wait for the INIT reply.
+    func start(session: OpaquePointer, channel: CInt, payload: Int) throws(FUSESession.Failure) {
+        var error: CInt = 0
+        let process: cfusetap_ring_process = { context, request, length in
+            var buffer = fuse_buf()
+            buffer.size = length
+            buffer.mem = request
+            buffer.fd = -1
+            fuse_session_process_buf(OpaquePointer(context), &buffer)
+        }
+        guard let ring = cfusetap_ring_new(channel, Self.depth, payload, process, UnsafeMutableRawPointer(session), &error) else {
+            throw FUSESession.Failure(description: "-o uring: cannot set up the io_uring queues (\(String(cString: strerror(error))))")
+        }
+        state.withLock { $0.ring = ring }
+    }
+
+    /// After the session loop: the queues' threads end; nothing of the ring is left. The
+    /// log says what the ring carried.
+    func stop(mountPoint: String) {
+        let ring = state.withLock { s in defer { s.ring = nil }; return s.ring }
+        guard let ring else { return }
+        if cfusetap_ring_serving(ring) != 0 {
+            bridgeLogger.info("\(mountPoint): io_uring served \(cfusetap_ring_requests(ring)) requests; \(cfusetap_ring_strays(ring)) others came through /dev/fuse after it started")
+        } else {
+            bridgeLogger.warning("\(mountPoint): -o uring: the kernel did not offer FUSE over io_uring; every request came through /dev/fuse")
+        }
+        cfusetap_ring_stop(ring)
+    }
+
+    /// Whether the kernel took the ring (it offered FUSE_OVER_IO_URING and the INIT reply
+    /// accepted it); false before INIT and after the end.
+    public var isServing: Bool { state.withLock { $0.ring.map { cfusetap_ring_serving($0) != 0 } ?? false } }
+
+    /// Requests served through the ring so far.
+    public var requests: UInt64 { state.withLock { $0.ring.map { cfusetap_ring_requests($0) } ?? 0 } }
+}
