@@ -10,6 +10,7 @@
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
@@ -52,13 +53,19 @@ enum {
     POLL_TAG = 0,         /* user_data of the eventfd poll; an entry's is its address */
     /* Entries of a queue: a parked request (waiting for a claim) keeps its entry until it is
      * answered, so a queue grows while fewer than SPARE entries are free for the kernel,
-     * GROW at a time, up to MAX_ENTRIES (payload buffers are mapped lazily: an entry costs
-     * only the pages its largest request touched). */
-    SPARE = 4,
-    GROW = 8,
+     * GROW at a time, up to MAX_ENTRIES (payload buffers are mapped lazily and unreserved:
+     * an entry costs only the pages its largest request touched). Spare entries must be
+     * there *before* requests queue up: the kernel hands a request waiting in its queue only
+     * to an entry that commits, never to one that registers. */
+    SPARE = 8,
+    GROW = 16,
     MAX_ENTRIES = 1024,
-    SQ_SIZE = 64,
-    CQ_SIZE = 2 * MAX_ENTRIES,
+    /* Every entry has at most one command in flight or prepared, plus the poll: the
+     * submission ring is never full, so nothing is submitted while a handler runs. */
+    SQ_SIZE = 2048,
+    CQ_SIZE = 4096,
+    OP_INTERRUPT = 36,
+    PENDING_INTERRUPTS = 64,
 };
 
 /* MARK: one queue per CPU, one thread per queue */
@@ -69,6 +76,8 @@ struct ring_entry {
     char *memory;                 /* PREFIX bytes, then the payload buffer */
     struct iovec iov[2];
     uint64_t commit_id;           /* the request being served; 0 when none */
+    uint32_t last_op;             /* the command in flight, and its commit id, */
+    uint64_t last_commit;         /* to issue again after EAGAIN/EINTR */
     struct ring_entry *next_handed;
     int dead;
 };
@@ -111,7 +120,12 @@ struct cfusetap_ring {
     _Atomic uint64_t requests;
     _Atomic uint64_t strays;      /* requests read from /dev/fuse once the ring served one */
     struct ring_queue *queues;
+    int registered;               /* in the registry (under registry_lock) */
     struct cfusetap_ring *next;   /* the registry: rings by /dev/fuse descriptor */
+    /* Interrupts libfuse answered EAGAIN because their request had not reached it yet
+     * (under `lock`): given to it again once the request has (see serve). */
+    uint64_t pending_interrupts[PENDING_INTERRUPTS];
+    unsigned next_interrupt;
 };
 
 static pthread_mutex_t registry_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -119,6 +133,8 @@ static struct cfusetap_ring *registry;
 static _Atomic int live_rings;
 
 static void set_error(struct ring_entry *e, int32_t error);
+static int ring_state(struct cfusetap_ring *ring);
+static void unregister(struct cfusetap_ring *ring);
 static void commit(struct ring_entry *e);
 
 /* The entry whose request this thread is serving right now (its own queue's). */
@@ -157,18 +173,12 @@ static int ring_setup(struct ring_queue *q)
     return 0;
 }
 
-/* A zeroed SQE to fill (the ring submits what it holds when full), or NULL if the kernel
- * takes none. Published by sqe_publish. */
+/* A zeroed SQE to fill, published by sqe_publish; NULL only if the invariant above broke. */
 static struct io_uring_sqe *sqe_next(struct ring_queue *q)
 {
     unsigned tail = *q->sq_tail;
     unsigned head = __atomic_load_n(q->sq_head, __ATOMIC_ACQUIRE);
-    while (tail - head >= q->sq_entries) {
-        int n = (int)syscall(__NR_io_uring_enter, q->fd, q->unsubmitted, 0, 0, NULL, 0);
-        if (n < 0 && errno != EINTR) return NULL;
-        if (n > 0) q->unsubmitted -= (unsigned)n < q->unsubmitted ? (unsigned)n : q->unsubmitted;
-        head = __atomic_load_n(q->sq_head, __ATOMIC_ACQUIRE);
-    }
+    if (tail - head >= q->sq_entries) return NULL;
     struct io_uring_sqe *sqe = (struct io_uring_sqe *)(q->sqes + (size_t)(tail & *q->sq_mask) * SQE_SIZE);
     memset(sqe, 0, SQE_SIZE);
     return sqe;
@@ -182,10 +192,28 @@ static void sqe_publish(struct ring_queue *q)
     q->unsubmitted++;
 }
 
-static void prepare_command(struct ring_queue *q, struct ring_entry *e, uint32_t op)
+/* A queue that cannot go on would leave its CPU's callers waiting for good: the session
+ * ends instead (as for SIGTERM: unmounted, visibly). */
+static void fatal(struct ring_queue *q, const char *what, int error)
+{
+    if (ring_state(q->ring) == STOPPING) return;
+    char line[256];
+    int n = snprintf(line, sizeof line, "containerfs: io_uring queue %u: %s: %s; ending the session\n",
+                     q->qid, what, strerror(error));
+    if (n > 0) (void)!write(2, line, (size_t)n < sizeof line ? (size_t)n : sizeof line - 1);
+    kill(getpid(), SIGTERM);
+}
+
+static void submit_command(struct ring_queue *q, struct ring_entry *e, uint32_t op, uint64_t commit_id, uint16_t qid)
 {
     struct io_uring_sqe *sqe = sqe_next(q);
-    if (!sqe) { e->dead = 1; q->live--; return; }
+    if (!sqe) {
+        e->dead = 1;
+        q->live--;
+        return fatal(q, "submission ring full", ENOSPC);
+    }
+    e->last_op = op;
+    e->last_commit = commit_id;
     sqe->opcode = IORING_OP_URING_CMD;
     sqe->fd = q->ring->devfd;
     sqe->cmd_op = op;
@@ -195,11 +223,17 @@ static void prepare_command(struct ring_queue *q, struct ring_entry *e, uint32_t
         sqe->len = 2;
     }
     struct ring_cmd_req *cmd = (struct ring_cmd_req *)sqe->cmd;
-    cmd->qid = (uint16_t)q->qid;
-    cmd->commit_id = op == CMD_COMMIT_AND_FETCH ? e->commit_id : 0;
+    cmd->qid = qid;
+    cmd->commit_id = commit_id;
+    sqe_publish(q);
+}
+
+static void prepare_command(struct ring_queue *q, struct ring_entry *e, uint32_t op)
+{
+    uint64_t commit_id = op == CMD_COMMIT_AND_FETCH ? e->commit_id : 0;
     if (op == CMD_COMMIT_AND_FETCH) q->held--;
     __atomic_store_n(&e->commit_id, 0, __ATOMIC_RELEASE);
-    sqe_publish(q);
+    submit_command(q, e, op, commit_id, (uint16_t)q->qid);
 }
 
 static void prepare_poll(struct ring_queue *q)
@@ -214,6 +248,20 @@ static void prepare_poll(struct ring_queue *q)
 }
 
 /* MARK: requests in, replies out */
+
+static int take_pending_interrupt(struct cfusetap_ring *ring, uint64_t unique)
+{
+    int found = 0;
+    pthread_mutex_lock(&ring->lock);
+    for (unsigned i = 0; i < PENDING_INTERRUPTS && !found; i++) {
+        if (ring->pending_interrupts[i] == unique) {
+            ring->pending_interrupts[i] = 0;
+            found = 1;
+        }
+    }
+    pthread_mutex_unlock(&ring->lock);
+    return found;
+}
 
 /* Lays the request out as read(2) of /dev/fuse would have: header, first argument,
  * payload, contiguous (the payload stays where the kernel put it). */
@@ -240,7 +288,20 @@ static void serve(struct ring_queue *q, struct ring_entry *e)
     memcpy(start + IN_HEADER, e->header->op_in, first);
     atomic_fetch_add_explicit(&ring->requests, 1, memory_order_relaxed);
     cfusetap_observe_request(ring->devfd, start, len);
+    uint64_t unique = e->commit_id;
     ring->process(ring->context, start, len);
+    if (take_pending_interrupt(ring, unique) && __atomic_load_n(&e->commit_id, __ATOMIC_ACQUIRE) == unique) {
+        /* Interrupted before libfuse knew the request; it waits now (parked): interrupt it. */
+        char interrupt[IN_HEADER + 8];
+        memset(interrupt, 0, sizeof interrupt);
+        uint32_t n = sizeof interrupt, op = OP_INTERRUPT;
+        uint64_t own = unique | 1;
+        memcpy(interrupt, &n, 4);
+        memcpy(interrupt + 4, &op, 4);
+        memcpy(interrupt + 8, &own, 8);
+        memcpy(interrupt + IN_HEADER, &unique, 8);
+        ring->process(ring->context, interrupt, sizeof interrupt);
+    }
     serving = NULL;
 }
 
@@ -315,7 +376,7 @@ static void fill_from_iov(struct ring_entry *e, void *context)
     size_t copied = 0, room = e->queue->ring->payload;
     for (int i = 1; i < r->count; i++) {
         if (copied + r->iov[i].iov_len > room) return set_error(e, -EIO);
-        memcpy(e->memory + PREFIX + copied, r->iov[i].iov_base, r->iov[i].iov_len);
+        memmove(e->memory + PREFIX + copied, r->iov[i].iov_base, r->iov[i].iov_len);
         copied += r->iov[i].iov_len;
     }
     e->header->ent.payload_sz = (uint32_t)copied;
@@ -369,19 +430,34 @@ int cfusetap_ring_route_pipe(int devfd, const char *header, int pipe, size_t res
     return routed;
 }
 
-/* FORGET, INTERRUPT, BATCH_FORGET and NOTIFY_REPLY always come through /dev/fuse. */
+/* FORGET, INTERRUPT and BATCH_FORGET always come through /dev/fuse. (NOTIFY_REPLY would come
+ * through the ring, and get no reply from libfuse: the daemon never asks for one.) */
 void cfusetap_ring_channel_request(int devfd, const char *buf, size_t n)
 {
     if (n < IN_HEADER) return;
     uint32_t opcode;
     memcpy(&opcode, buf + 4, sizeof opcode);
-    if (opcode == 2 || opcode == 36 || opcode == 41 || opcode == 42) return;
+    if (opcode == 2 || opcode == OP_INTERRUPT || opcode == 42) return;
     pthread_mutex_lock(&registry_lock);
     for (struct cfusetap_ring *r = registry; r; r = r->next) {
         if (r->devfd == devfd && atomic_load_explicit(&r->requests, memory_order_relaxed) > 0)
             atomic_fetch_add_explicit(&r->strays, 1, memory_order_relaxed);
     }
     pthread_mutex_unlock(&registry_lock);
+}
+
+int cfusetap_ring_defer_interrupt(int devfd, uint64_t unique)
+{
+    pthread_mutex_lock(&registry_lock);
+    struct cfusetap_ring *r = registry;
+    while (r && r->devfd != devfd) r = r->next;
+    if (r) {
+        pthread_mutex_lock(&r->lock);
+        r->pending_interrupts[r->next_interrupt++ % PENDING_INTERRUPTS] = unique;
+        pthread_mutex_unlock(&r->lock);
+    }
+    pthread_mutex_unlock(&registry_lock);
+    return r != NULL;
 }
 
 int cfusetap_ring_active(void) { return atomic_load_explicit(&live_rings, memory_order_acquire) != 0; }
@@ -406,7 +482,7 @@ static int add_entry(struct ring_queue *q)
     e->queue = q;
     /* Page-aligned, as the kernel wants them for its copies. */
     e->header = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    e->memory = mmap(NULL, PREFIX + payload, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    e->memory = mmap(NULL, PREFIX + payload, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     if (e->header == MAP_FAILED || e->memory == MAP_FAILED) {
         if (e->header == MAP_FAILED) e->header = NULL;
         if (e->memory == MAP_FAILED) e->memory = NULL;
@@ -425,8 +501,7 @@ static int add_entry(struct ring_queue *q)
 /* Keeps SPARE entries free for the kernel while requests are held (parked). */
 static void keep_spare(struct ring_queue *q)
 {
-    unsigned count = atomic_load_explicit(&q->count, memory_order_relaxed);
-    if (count - q->held >= SPARE) return;
+    if (q->live - q->held >= SPARE) return;
     for (unsigned i = 0; i < GROW; i++) {
         if (add_entry(q) < 0) break;
     }
@@ -477,10 +552,21 @@ static void *queue_main(void *arg)
     for (unsigned i = 0; i < ring->depth; i++) {
         if (add_entry(q) < 0) break;
     }
+    if (q->live == 0) {
+        /* This CPU's queue has no entry, so the kernel would never call the ring ready and
+         * would hold every request back meanwhile. A registration it must refuse (no such
+         * queue) makes it give up the ring: requests go on through /dev/fuse. */
+        struct ring_entry none = { .queue = q, .iov = { { NULL, 0 }, { NULL, 0 } } };
+        submit_command(q, &none, CMD_REGISTER, 0, UINT16_MAX);
+        (void)syscall(__NR_io_uring_enter, q->fd, q->unsubmitted, 1, IORING_ENTER_GETEVENTS, NULL, 0);
+        unregister(ring);
+        return NULL;
+    }
     while (q->live > 0) {
         int n = (int)syscall(__NR_io_uring_enter, q->fd, q->unsubmitted, 1, IORING_ENTER_GETEVENTS, NULL, 0);
         if (n < 0) {
             if (errno == EINTR || errno == EAGAIN || errno == EBUSY) continue;
+            fatal(q, "io_uring_enter", errno);
             break;
         }
         q->unsubmitted -= (unsigned)n < q->unsubmitted ? (unsigned)n : q->unsubmitted;
@@ -500,11 +586,14 @@ static void *queue_main(void *arg)
                 serve(q, e);
                 keep_spare(q);
             } else if (cqe.res == -EAGAIN || cqe.res == -EINTR) {
-                prepare_command(q, e, CMD_REGISTER);
+                submit_command(q, e, e->last_op, e->last_commit, (uint16_t)q->qid);
             } else if (!e->dead) {
-                /* ENOTCONN: unmounted; anything else: the kernel will not use it */
+                /* ENOTCONN, ECONNABORTED, ECANCELED: the connection or the ring ends.
+                 * Anything else: this entry is lost, and maybe a reply with it. */
                 e->dead = 1;
                 q->live--;
+                if (cqe.res != -ENOTCONN && cqe.res != -ECONNABORTED && cqe.res != -ECANCELED)
+                    fatal(q, e->last_op == CMD_REGISTER ? "register" : "commit", -cqe.res);
             }
         }
     }
@@ -527,14 +616,36 @@ static void free_queue(struct ring_queue *q)
     pthread_mutex_destroy(&q->lock);
 }
 
-struct cfusetap_ring *cfusetap_ring_new(int devfd, unsigned depth, size_t payload,
-                                        cfusetap_ring_process process, void *context, int *error)
+/* The kernel's queue count: num_possible_cpus(), the highest id in .../cpu/possible + 1. */
+static unsigned possible_cpus(void)
 {
-    long cpus = sysconf(_SC_NPROCESSORS_CONF);
+    unsigned highest = 0;
+    int found = 0;
+    FILE *f = fopen("/sys/devices/system/cpu/possible", "r");
+    if (f) {
+        unsigned a, b;
+        char sep;
+        while (fscanf(f, "%u", &a) == 1) {
+            b = a;
+            if (fscanf(f, "%c", &sep) == 1 && sep == '-' && fscanf(f, "%u", &b) == 1) (void)fscanf(f, "%c", &sep);
+            if (b >= highest) highest = b;
+            found = 1;
+        }
+        fclose(f);
+    }
+    if (found) return highest + 1;
+    long n = sysconf(_SC_NPROCESSORS_CONF);
+    return n > 0 ? (unsigned)n : 1;
+}
+
+struct cfusetap_ring *cfusetap_ring_new(unsigned depth, size_t payload, cfusetap_ring_process process,
+                                        void *context, int *error)
+{
+    *error = 0;
     struct cfusetap_ring *ring = calloc(1, sizeof *ring);
-    if (!ring || cpus < 1) { free(ring); *error = ENOMEM; return NULL; }
-    ring->devfd = devfd;
-    ring->nqueues = (unsigned)cpus;
+    if (!ring) { *error = ENOMEM; return NULL; }
+    ring->devfd = -1;
+    ring->nqueues = possible_cpus();
     ring->depth = depth;
     ring->payload = payload;
     ring->process = process;
@@ -542,31 +653,57 @@ struct cfusetap_ring *cfusetap_ring_new(int devfd, unsigned depth, size_t payloa
     pthread_mutex_init(&ring->lock, NULL);
     pthread_cond_init(&ring->changed, NULL);
     ring->queues = calloc(ring->nqueues, sizeof *ring->queues);
-    *error = ring->queues ? 0 : ENOMEM;
-    for (unsigned qid = 0; qid < ring->nqueues && ring->queues; qid++) {
+    if (!ring->queues) { *error = ENOMEM; ring->nqueues = 0; }
+    for (unsigned qid = 0; qid < ring->nqueues; qid++) {
         struct ring_queue *q = &ring->queues[qid];
         q->ring = ring;
         q->qid = qid;
         q->fd = -1;
+        q->eventfd = -1;
         pthread_mutex_init(&q->lock, NULL);
+    }
+    for (unsigned qid = 0; qid < ring->nqueues && !*error; qid++) {
+        struct ring_queue *q = &ring->queues[qid];
         q->eventfd = eventfd(0, EFD_CLOEXEC);
+        if (q->eventfd < 0) { *error = errno; break; }
         q->entries = calloc(MAX_ENTRIES, sizeof *q->entries);
-        if (q->eventfd < 0 || !q->entries) { *error = errno ? errno : ENOMEM; break; }
+        if (!q->entries) { *error = ENOMEM; break; }
         int rc = ring_setup(q);
         if (rc < 0) { *error = -rc; break; }
-        if (pthread_create(&q->thread, NULL, queue_main, q) != 0) { *error = EAGAIN; break; }
+        rc = pthread_create(&q->thread, NULL, queue_main, q);
+        if (rc != 0) { *error = rc; break; }
         q->started = 1;
     }
     if (*error) {
         cfusetap_ring_stop(ring);
         return NULL;
     }
+    return ring;
+}
+
+void cfusetap_ring_attach(struct cfusetap_ring *ring, int devfd)
+{
     pthread_mutex_lock(&registry_lock);
+    ring->devfd = devfd;
     ring->next = registry;
     registry = ring;
+    ring->registered = 1;
     atomic_fetch_add_explicit(&live_rings, 1, memory_order_release);
     pthread_mutex_unlock(&registry_lock);
-    return ring;
+}
+
+/* Out of the registry: replies stop looking for its entries. */
+static void unregister(struct cfusetap_ring *ring)
+{
+    pthread_mutex_lock(&registry_lock);
+    if (ring->registered) {
+        for (struct cfusetap_ring **p = &registry; *p; p = &(*p)->next) {
+            if (*p == ring) { *p = ring->next; break; }
+        }
+        ring->registered = 0;
+        atomic_fetch_sub_explicit(&live_rings, 1, memory_order_release);
+    }
+    pthread_mutex_unlock(&registry_lock);
 }
 
 static struct cfusetap_ring *ring_of(int devfd)
@@ -588,9 +725,13 @@ void cfusetap_ring_answered_init(int devfd, int accepted)
     if (ring->state == WAITING) ring->state = accepted ? SERVING : DECLINED;
     pthread_cond_broadcast(&ring->changed);
     pthread_mutex_unlock(&ring->lock);
+    if (!accepted) unregister(ring);
 }
 
-int cfusetap_ring_serving(struct cfusetap_ring *ring) { return ring_state(ring) == SERVING; }
+int cfusetap_ring_serving(struct cfusetap_ring *ring)
+{
+    return ring_state(ring) == SERVING && atomic_load_explicit(&ring->requests, memory_order_relaxed) > 0;
+}
 
 uint64_t cfusetap_ring_requests(struct cfusetap_ring *ring)
 {
@@ -605,15 +746,7 @@ uint64_t cfusetap_ring_strays(struct cfusetap_ring *ring)
 void cfusetap_ring_stop(struct cfusetap_ring *ring)
 {
     if (!ring) return;
-    pthread_mutex_lock(&registry_lock);
-    for (struct cfusetap_ring **p = &registry; *p; p = &(*p)->next) {
-        if (*p == ring) {
-            *p = ring->next;
-            atomic_fetch_sub_explicit(&live_rings, 1, memory_order_release);
-            break;
-        }
-    }
-    pthread_mutex_unlock(&registry_lock);
+    unregister(ring);
     pthread_mutex_lock(&ring->lock);
     ring->state = STOPPING;
     pthread_cond_broadcast(&ring->changed);

@@ -20,6 +20,11 @@ int cfusetap_ring_wanted(int devfd);
 /* The INIT reply went out, with FUSE_OVER_IO_URING (`accepted`) or without: the queues
  * register with the kernel, or give up. */
 void cfusetap_ring_answered_init(int devfd, int accepted);
+/* libfuse answered an INTERRUPT with EAGAIN: the request it names had not reached libfuse
+ * yet (it waits in its ring queue). Kept for the queue to deliver again once that request
+ * has been processed; 1 if a ring of `devfd` took it (the EAGAIN reply is then dropped:
+ * the kernel could not match it to a ring request anyway). */
+int cfusetap_ring_defer_interrupt(int devfd, uint64_t unique);
 /* A reply: committed to the ring entry that serves its request (1, `*sent` as writev's),
  * or 0 when that request came through /dev/fuse. */
 int cfusetap_ring_route(int devfd, const struct iovec *iov, int count, ssize_t *sent);

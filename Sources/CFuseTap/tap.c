@@ -236,6 +236,19 @@ static ssize_t write_open_reply(int fd, struct iovec *iov)
 ssize_t cfusetap_writev(int fd, struct iovec *iov, int count, void *userdata)
 {
     (void)userdata;
+    /* An INTERRUPT answered EAGAIN while a ring serves: its request is still on the way to
+     * libfuse; the ring delivers the interrupt again after it (DESIGN.md 31). */
+    if (cfusetap_ring_active() && count >= 1 && iov[0].iov_len >= OUT_HEADER_SIZE) {
+        const char *h = iov[0].iov_base;
+        int32_t error;
+        uint64_t unique = load64(h + 8);
+        memcpy(&error, h + 4, sizeof error);
+        if ((unique & 1) && error == -EAGAIN && cfusetap_ring_defer_interrupt(fd, unique & ~(uint64_t)1)) {
+            size_t total = 0;
+            for (int i = 0; i < count; i++) total += iov[i].iov_len;
+            return (ssize_t)total;
+        }
+    }
     if (count != 2 || iov[0].iov_len != OUT_HEADER_SIZE) return send_reply(fd, iov, count);
     const char *header = iov[0].iov_base;
     int32_t error;

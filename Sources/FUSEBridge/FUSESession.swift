@@ -65,7 +65,16 @@ public final class FUSESession {
         guard fuse_set_signal_handlers(se) == 0 else {
             throw Failure(description: "\(mountPoint): cannot install signal handlers")
         }
+        // The io_uring queues are made before the mount, so that their failure leaves none; an
+        // entry holds the largest request or reply the kernel may send (max_write).
+        do {
+            try options.ring?.prepare(session: se, payload: FUSEBridge.maxWrite)
+        } catch {
+            fuse_remove_signal_handlers(se)
+            throw error
+        }
         guard fuse_session_mount(se, mountPoint) == 0 else {
+            options.ring?.discard()
             fuse_remove_signal_handlers(se)
             throw Failure(description: "\(mountPoint): cannot mount (is it an existing directory, and is /dev/fuse usable?)")
         }
@@ -76,15 +85,19 @@ public final class FUSESession {
         let rc = fuse_session_custom_io(se, &io, fuse_session_fd(se))
         if rc != 0 {
             bridgeLogger.warning("\(mountPoint): custom channel I/O refused (\(rc)); set-ID clearing stays with the kernel")
-            if options.ring != nil { throw Failure(description: "\(mountPoint): -o uring needs the channel tap, which libfuse refused") }
+            if let ring = options.ring {
+                ring.discard()
+                fuse_session_unmount(se)
+                fuse_remove_signal_handlers(se)
+                throw Failure(description: "\(mountPoint): -o uring needs the channel tap, which libfuse refused")
+            }
             return
         }
         if let passthrough = bridge.passthrough {
             cfusetap_offer_passthrough(fuse_session_fd(se))
             passthrough.attach(channel: fuse_session_fd(se))
         }
-        // A ring entry holds the largest request or reply the kernel may send: max_write.
-        try options.ring?.start(session: se, channel: fuse_session_fd(se), payload: FUSEBridge.maxWrite)
+        options.ring?.attach(channel: fuse_session_fd(se))
     }
 
     /// Serves requests on libfuse's multi-threaded loop until unmount or a signal

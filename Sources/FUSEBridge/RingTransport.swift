@@ -15,19 +15,20 @@ import Synchronization
 /// entry it answers. FORGET and INTERRUPT still come through `/dev/fuse` (the kernel sends
 /// them there), so libfuse's own loop keeps running beside the queues.
 ///
-/// Created before the mount (the control socket reports it), started by the session.
+/// Created before the mount (the control socket reports it), prepared and attached by the
+/// session, stopped when its loop ends.
 public final class RingTransport: Sendable {
     /// Entries each queue starts with; a queue grows while parked requests hold its entries
     /// (ring.c).
-    static let depth: UInt32 = 8
+    static let depth: UInt32 = 16
 
     private struct State: @unchecked Sendable { var ring: OpaquePointer? }
     private let state = Mutex(State())
 
     public init() {}
 
-    /// Before the session's first request: the queues wait for the INIT reply.
-    func start(session: OpaquePointer, channel: CInt, payload: Int) throws(FUSESession.Failure) {
+    /// Before the mount (nothing to undo if it fails): the queues' threads start and wait.
+    func prepare(session: OpaquePointer, payload: Int) throws(FUSESession.Failure) {
         var error: CInt = 0
         let process: cfusetap_ring_process = { context, request, length in
             var buffer = fuse_buf()
@@ -36,10 +37,21 @@ public final class RingTransport: Sendable {
             buffer.fd = -1
             fuse_session_process_buf(OpaquePointer(context), &buffer)
         }
-        guard let ring = cfusetap_ring_new(channel, Self.depth, payload, process, UnsafeMutableRawPointer(session), &error) else {
+        guard let ring = cfusetap_ring_new(Self.depth, payload, process, UnsafeMutableRawPointer(session), &error) else {
             throw FUSESession.Failure(description: "-o uring: cannot set up the io_uring queues (\(String(cString: strerror(error))))")
         }
         state.withLock { $0.ring = ring }
+    }
+
+    /// The mounted session's /dev/fuse descriptor, before its INIT is read.
+    func attach(channel: CInt) {
+        state.withLock { s in if let ring = s.ring { cfusetap_ring_attach(ring, channel) } }
+    }
+
+    /// A mount that failed after `prepare`: the waiting threads end.
+    func discard() {
+        let ring = state.withLock { s in defer { s.ring = nil }; return s.ring }
+        if let ring { cfusetap_ring_stop(ring) }
     }
 
     /// After the session loop: the queues' threads end; nothing of the ring is left. The
@@ -50,13 +62,12 @@ public final class RingTransport: Sendable {
         if cfusetap_ring_serving(ring) != 0 {
             bridgeLogger.info("\(mountPoint): io_uring served \(cfusetap_ring_requests(ring)) requests; \(cfusetap_ring_strays(ring)) others came through /dev/fuse after it started")
         } else {
-            bridgeLogger.warning("\(mountPoint): -o uring: the kernel did not offer FUSE over io_uring; every request came through /dev/fuse")
+            bridgeLogger.warning("\(mountPoint): -o uring: no request came through io_uring (the kernel did not offer it, or a queue could not register); all came through /dev/fuse")
         }
         cfusetap_ring_stop(ring)
     }
 
-    /// Whether the kernel took the ring (it offered FUSE_OVER_IO_URING and the INIT reply
-    /// accepted it); false before INIT and after the end.
+    /// Whether requests have come through the ring; false before and after.
     public var isServing: Bool { state.withLock { $0.ring.map { cfusetap_ring_serving($0) != 0 } ?? false } }
 
     /// Requests served through the ring so far.

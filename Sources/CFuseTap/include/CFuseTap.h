@@ -21,7 +21,9 @@
  *    reply sent while `cfusetap_reply_passthrough` is set gets FOPEN_PASSTHROUGH and the
  *    backing id (libfuse 3.16 learned both; 3.14 has a zero `padding` where the id goes).
  *
- * No allocation; per-thread state, and one short lock on reading an INIT. The wire
+ * No allocation on the /dev/fuse path; per-thread state, and one short lock on reading an
+ * INIT. With an io_uring ring (below) replies look up their entry, under a lock when
+ * they are made off the entry's own thread. The wire
  * layouts used are the kernel's <linux/fuse.h> (stable ABI), spelled out in the .c file.
  */
 #ifndef CFUSETAP_H
@@ -57,19 +59,23 @@ int cfusetap_backing_close(int devfd, int id);
 /* The OPEN/CREATE reply this thread sends next carries `backing_id` (0: none again). */
 void cfusetap_reply_passthrough(int backing_id);
 
-/* FUSE over io_uring (kernel 6.14, DESIGN.md 31): one queue per CPU, served by a thread
- * pinned to it, so a request is answered on the CPU that made it. `process` gets each
- * request laid out as a read(2) of /dev/fuse would give it (header, arguments), on the
- * queue's thread; replies go through the tap's writev/splice_send, which commit them to
- * the entry they answer. Created before the session's INIT is read; the queues register
- * once the INIT reply, offering FUSE_OVER_IO_URING, is out. */
+/* FUSE over io_uring (kernel 6.14, DESIGN.md 31): one queue per possible CPU, served by a
+ * thread pinned to it, so a request is answered on the CPU that made it. `process` gets
+ * each request laid out as a read(2) of /dev/fuse would give it (header, arguments), on the
+ * queue's thread; replies go through the tap's writev/splice_send, which commit them to the
+ * entry they answer (from any thread). The ring is made before the mount (its threads wait),
+ * attached to the session's /dev/fuse descriptor before INIT is read; the queues register
+ * once the INIT reply, offering FUSE_OVER_IO_URING, is out. A queue that cannot go on ends
+ * the session with SIGTERM (its CPU's callers would wait for good otherwise). */
 typedef void (*cfusetap_ring_process)(void *context, void *request, size_t length);
 struct cfusetap_ring;
-/* `depth` requests per queue, `payload` bytes each (at least max_write). NULL and
+/* Queues starting with `depth` entries of `payload` bytes (at least max_write). NULL and
  * `*error` (an errno) on failure. */
-struct cfusetap_ring *cfusetap_ring_new(int devfd, unsigned depth, size_t payload,
-                                        cfusetap_ring_process process, void *context, int *error);
-/* Whether the kernel took the ring (INIT accepted FUSE_OVER_IO_URING). */
+struct cfusetap_ring *cfusetap_ring_new(unsigned depth, size_t payload, cfusetap_ring_process process,
+                                        void *context, int *error);
+/* The session's /dev/fuse descriptor, before its INIT is read. */
+void cfusetap_ring_attach(struct cfusetap_ring *ring, int devfd);
+/* Whether requests have come through the ring (the kernel took it). */
 int cfusetap_ring_serving(struct cfusetap_ring *ring);
 /* Requests served through the ring so far. */
 uint64_t cfusetap_ring_requests(struct cfusetap_ring *ring);

@@ -101,6 +101,14 @@ struct MountOptions {
         guard fgetc(file) == CInt(UInt8(ascii: "Y")) else {
             throw CommandFailure("-o uring: the kernel's FUSE io_uring transport is off (\(ringSwitch) is N; as root: echo Y > \(ringSwitch))")
         }
+        // kernel.io_uring_disabled: 2 refuses io_uring to everyone, 1 to unprivileged users.
+        if let sysctl = fopen("/proc/sys/kernel/io_uring_disabled", "r") {
+            defer { fclose(sysctl) }
+            let level = fgetc(sysctl)
+            if level == CInt(UInt8(ascii: "2")) || (level == CInt(UInt8(ascii: "1")) && geteuid() != 0) {
+                throw CommandFailure("-o uring: io_uring is disabled on this system (/proc/sys/kernel/io_uring_disabled is \(UnicodeScalar(UInt8(level))))")
+            }
+        }
     }
 
     private static func split(_ option: String) -> (String, String?) {
