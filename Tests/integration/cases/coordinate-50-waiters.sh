@@ -21,12 +21,7 @@ for ((i = 1; i <= N; i++)); do
     pids+=($!)
     _CFS_PIDS+=($!)
 done
-# every_parked: all N are waiting in the daemon.
-every_parked() {
-    local p
-    for p in "${pids[@]}"; do _parked "$p" || return 1; done
-}
-_wait_for 20 every_parked || _fail "not all $N readers are waiting in the daemon after 20 s"
+_wait_for 20 _all_parked "${pids[@]}" || _fail "not all $N readers are waiting in the daemon after 20 s"
 _ok "$N readers of the claimed file wait in the daemon"
 
 # MARK: other requests are served while they wait
@@ -51,7 +46,7 @@ def once(_):
 with cf.ThreadPoolExecutor(32) as ex:
     assert all(r == b"other content\n" for r in ex.map(once, range(200)))
 ' "$D/other"
-every_parked || _fail "a reader of the claimed file stopped waiting while the claim is held"
+_all_parked "${pids[@]}" || _fail "a reader of the claimed file stopped waiting while the claim is held"
 _ok "all $N readers still wait"
 _assert_output "blocked content" cat "$TEST_STORE/containers/com.example.waiters/Documents/blocked"
 

@@ -87,11 +87,7 @@ for ((i = 1; i <= 40; i++)); do
     pids+=($!)
     _CFS_PIDS+=($!)
 done
-every_parked() {
-    local p
-    for p in "${pids[@]}"; do _parked "$p" || return 1; done
-}
-_wait_for 20 every_parked || _fail "not all 40 readers are waiting in the daemon after 20 s"
+_wait_for 20 _all_parked "${pids[@]}" || _fail "not all 40 readers are waiting in the daemon after 20 s"
 _assert_output "other" timeout 5 taskset -c 0 cat "$D/other"
 _assert_output "6" timeout 5 taskset -c 0 fsop stat "$D/other" size
 _ok "41 requests parked on CPU 0's queue; that CPU's other requests are answered"

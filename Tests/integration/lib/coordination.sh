@@ -74,6 +74,12 @@ _parked() {
     [[ $(cat "/proc/$1/wchan" 2>/dev/null) == request_wait_answer ]]
 }
 
+# _all_parked PID...: every PID is waiting in the daemon.
+_all_parked() {
+    local p
+    for p in "$@"; do _parked "$p" || return 1; done
+}
+
 # _wait_parked PID WHAT: PID reaches a parked FUSE request (10 s) and has not finished.
 _wait_parked() {
     local pid=$1 what=$2
