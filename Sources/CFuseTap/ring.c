@@ -305,6 +305,13 @@ static void serve(struct ring_queue *q, struct ring_entry *e)
     serving = NULL;
 }
 
+/* Wakes the queue's thread (its poll on the eventfd): handed commits, or stop. */
+static void wake(struct ring_queue *q)
+{
+    uint64_t one = 1;
+    (void)!write(q->eventfd, &one, sizeof one);
+}
+
 /* The commit goes out on the queue's own thread: now if this is it, else handed over. */
 static void commit(struct ring_entry *e)
 {
@@ -317,21 +324,26 @@ static void commit(struct ring_entry *e)
     e->next_handed = q->handed;
     q->handed = e;
     pthread_mutex_unlock(&q->lock);
-    uint64_t one = 1;
-    (void)!write(q->eventfd, &one, sizeof one);
+    wake(q);
+}
+
+/* The ring of a session's /dev/fuse descriptor (one at most); under registry_lock. */
+static struct cfusetap_ring *ring_of_locked(int devfd)
+{
+    struct cfusetap_ring *r = registry;
+    while (r && r->devfd != devfd) r = r->next;
+    return r;
 }
 
 static struct ring_entry *find(int devfd, uint64_t unique)
 {
-    for (struct cfusetap_ring *r = registry; r; r = r->next) {
-        if (r->devfd != devfd) continue;
-        for (unsigned qid = 0; qid < r->nqueues; qid++) {
-            struct ring_queue *q = &r->queues[qid];
-            unsigned count = atomic_load_explicit(&q->count, memory_order_acquire);
-            for (unsigned i = 0; i < count; i++) {
-                struct ring_entry *c = q->entries[i];
-                if (__atomic_load_n(&c->commit_id, __ATOMIC_ACQUIRE) == unique) return c;
-            }
+    struct cfusetap_ring *r = ring_of_locked(devfd);
+    for (unsigned qid = 0; r && qid < r->nqueues; qid++) {
+        struct ring_queue *q = &r->queues[qid];
+        unsigned count = atomic_load_explicit(&q->count, memory_order_acquire);
+        for (unsigned i = 0; i < count; i++) {
+            struct ring_entry *c = q->entries[i];
+            if (__atomic_load_n(&c->commit_id, __ATOMIC_ACQUIRE) == unique) return c;
         }
     }
     return NULL;
@@ -397,7 +409,7 @@ int cfusetap_ring_route(int devfd, const struct iovec *iov, int count, ssize_t *
 
 struct pipe_reply { const char *header; int pipe; size_t rest; int failed; };
 
-static int read_full(int fd, char *to, size_t n)
+int cfusetap_read_full(int fd, char *to, size_t n)
 {
     while (n > 0) {
         ssize_t r = read(fd, to, n);
@@ -413,7 +425,7 @@ static void fill_from_pipe(struct ring_entry *e, void *context)
 {
     struct pipe_reply *r = context;
     memcpy(e->header->in_out, r->header, OUT_HEADER);
-    if (r->rest > e->queue->ring->payload || read_full(r->pipe, e->memory + PREFIX, r->rest) < 0) {
+    if (r->rest > e->queue->ring->payload || cfusetap_read_full(r->pipe, e->memory + PREFIX, r->rest) < 0) {
         r->failed = 1;
         return set_error(e, -EIO);
     }
@@ -439,18 +451,16 @@ void cfusetap_ring_channel_request(int devfd, const char *buf, size_t n)
     memcpy(&opcode, buf + 4, sizeof opcode);
     if (opcode == 2 || opcode == OP_INTERRUPT || opcode == 42) return;
     pthread_mutex_lock(&registry_lock);
-    for (struct cfusetap_ring *r = registry; r; r = r->next) {
-        if (r->devfd == devfd && atomic_load_explicit(&r->requests, memory_order_relaxed) > 0)
-            atomic_fetch_add_explicit(&r->strays, 1, memory_order_relaxed);
-    }
+    struct cfusetap_ring *r = ring_of_locked(devfd);
+    if (r && atomic_load_explicit(&r->requests, memory_order_relaxed) > 0)
+        atomic_fetch_add_explicit(&r->strays, 1, memory_order_relaxed);
     pthread_mutex_unlock(&registry_lock);
 }
 
 int cfusetap_ring_defer_interrupt(int devfd, uint64_t unique)
 {
     pthread_mutex_lock(&registry_lock);
-    struct cfusetap_ring *r = registry;
-    while (r && r->devfd != devfd) r = r->next;
+    struct cfusetap_ring *r = ring_of_locked(devfd);
     if (r) {
         pthread_mutex_lock(&r->lock);
         r->pending_interrupts[r->next_interrupt++ % PENDING_INTERRUPTS] = unique;
@@ -709,8 +719,7 @@ static void unregister(struct cfusetap_ring *ring)
 static struct cfusetap_ring *ring_of(int devfd)
 {
     pthread_mutex_lock(&registry_lock);
-    struct cfusetap_ring *r = registry;
-    while (r && r->devfd != devfd) r = r->next;
+    struct cfusetap_ring *r = ring_of_locked(devfd);
     pthread_mutex_unlock(&registry_lock);
     return r;
 }
@@ -754,8 +763,7 @@ void cfusetap_ring_stop(struct cfusetap_ring *ring)
     for (unsigned qid = 0; ring->queues && qid < ring->nqueues; qid++) {
         struct ring_queue *q = &ring->queues[qid];
         if (q->started) {
-            uint64_t one = 1;
-            (void)!write(q->eventfd, &one, sizeof one);
+            wake(q);
             pthread_join(q->thread, NULL);
         }
     }

@@ -10,6 +10,10 @@
 /* The tap's look at a request's bytes (per-thread set-ID bit; INIT's offers). */
 void cfusetap_observe_request(int fd, const char *buf, size_t n);
 
+/* Reads exactly `n` bytes (a pipe libfuse filled), retrying short reads and EINTR; -1 on
+ * an error or end of file. */
+int cfusetap_read_full(int fd, char *to, size_t n);
+
 /* Whether any ring exists (replies then may belong to one). */
 int cfusetap_ring_active(void);
 /* A request read from /dev/fuse: counted as a stray if a ring already serves (the kernel

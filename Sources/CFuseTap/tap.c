@@ -150,9 +150,10 @@ void cfusetap_observe_request(int fd, const char *buf, size_t n)
         init_offers_v2 = bit_at(arg, arglen, INIT_FLAGS_AT, FUSE_HANDLE_KILLPRIV_V2);
         init_offers_passthrough = bit_at(arg, arglen, INIT_FLAGS_AT, FUSE_INIT_EXT)
             && bit_at(arg, arglen, INIT_IN_FLAGS2_AT, FUSE_PASSTHROUGH_FLAGS2) && wants_passthrough(fd);
-        init_offers_uring = bit_at(arg, arglen, INIT_FLAGS_AT, FUSE_INIT_EXT)
-            && bit_at(arg, arglen, INIT_IN_FLAGS2_AT, FUSE_OVER_IO_URING_FLAGS2) && cfusetap_ring_wanted(fd);
-        if (cfusetap_ring_wanted(fd) && !init_offers_uring) cfusetap_ring_answered_init(fd, 0);
+        int wants_ring = cfusetap_ring_wanted(fd);
+        init_offers_uring = wants_ring && bit_at(arg, arglen, INIT_FLAGS_AT, FUSE_INIT_EXT)
+            && bit_at(arg, arglen, INIT_IN_FLAGS2_AT, FUSE_OVER_IO_URING_FLAGS2);
+        if (wants_ring && !init_offers_uring) cfusetap_ring_answered_init(fd, 0);
         return;
     }
     for (size_t i = 0; i < sizeof kill_bits / sizeof kill_bits[0]; i++) {
@@ -283,13 +284,7 @@ ssize_t cfusetap_splice_send(int fdin, off_t *offin, int fdout, off_t *offout, s
     (void)userdata;
     if (!cfusetap_ring_active() || offin || len < OUT_HEADER_SIZE) return splice(fdin, offin, fdout, offout, len, flags);
     char header[OUT_HEADER_SIZE];
-    size_t got = 0;
-    while (got < OUT_HEADER_SIZE) {
-        ssize_t r = read(fdin, header + got, OUT_HEADER_SIZE - got);
-        if (r < 0 && errno == EINTR) continue;
-        if (r <= 0) { errno = EIO; return -1; }
-        got += (size_t)r;
-    }
+    if (cfusetap_read_full(fdin, header, OUT_HEADER_SIZE) < 0) { errno = EIO; return -1; }
     int failed = 0;
     if (cfusetap_ring_route_pipe(fdout, header, fdin, len - OUT_HEADER_SIZE, &failed)) {
         if (failed) { errno = EIO; return -1; }
@@ -298,11 +293,10 @@ ssize_t cfusetap_splice_send(int fdin, off_t *offin, int fdout, off_t *offout, s
     char *message = malloc(len);
     if (!message) { errno = ENOMEM; return -1; }
     memcpy(message, header, OUT_HEADER_SIZE);
-    while (got < len) {
-        ssize_t r = read(fdin, message + got, len - got);
-        if (r < 0 && errno == EINTR) continue;
-        if (r <= 0) { free(message); errno = EIO; return -1; }
-        got += (size_t)r;
+    if (cfusetap_read_full(fdin, message + OUT_HEADER_SIZE, len - OUT_HEADER_SIZE) < 0) {
+        free(message);
+        errno = EIO;
+        return -1;
     }
     ssize_t n = write(fdout, message, len);
     free(message);

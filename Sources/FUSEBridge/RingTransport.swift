@@ -48,17 +48,20 @@ public final class RingTransport: Sendable {
         state.withLock { s in if let ring = s.ring { cfusetap_ring_attach(ring, channel) } }
     }
 
+    /// The ring, no longer reachable from here (for stopping it).
+    private func take() -> OpaquePointer? {
+        state.withLock { s in defer { s.ring = nil }; return s.ring }
+    }
+
     /// A mount that failed after `prepare`: the waiting threads end.
     func discard() {
-        let ring = state.withLock { s in defer { s.ring = nil }; return s.ring }
-        if let ring { cfusetap_ring_stop(ring) }
+        if let ring = take() { cfusetap_ring_stop(ring) }
     }
 
     /// After the session loop: the queues' threads end; nothing of the ring is left. The
     /// log says what the ring carried.
     func stop(mountPoint: String) {
-        let ring = state.withLock { s in defer { s.ring = nil }; return s.ring }
-        guard let ring else { return }
+        guard let ring = take() else { return }
         if cfusetap_ring_serving(ring) != 0 {
             bridgeLogger.info("\(mountPoint): io_uring served \(cfusetap_ring_requests(ring)) requests; \(cfusetap_ring_strays(ring)) others came through /dev/fuse after it started")
         } else {

@@ -94,21 +94,24 @@ struct MountOptions {
     /// through /dev/fuse.
     static let ringSwitch = "/sys/module/fuse/parameters/enable_uring"
     private static func checkKernelRing() throws {
-        guard let file = fopen(ringSwitch, "r") else {
+        guard let enabled = firstCharacter(of: ringSwitch) else {
             throw CommandFailure("-o uring: this kernel has no FUSE over io_uring (\(ringSwitch) is missing; it needs Linux 6.14 or later built with CONFIG_FUSE_IO_URING)")
         }
-        defer { fclose(file) }
-        guard fgetc(file) == CInt(UInt8(ascii: "Y")) else {
+        guard enabled == "Y" else {
             throw CommandFailure("-o uring: the kernel's FUSE io_uring transport is off (\(ringSwitch) is N; as root: echo Y > \(ringSwitch))")
         }
         // kernel.io_uring_disabled: 2 refuses io_uring to everyone, 1 to unprivileged users.
-        if let sysctl = fopen("/proc/sys/kernel/io_uring_disabled", "r") {
-            defer { fclose(sysctl) }
-            let level = fgetc(sysctl)
-            if level == CInt(UInt8(ascii: "2")) || (level == CInt(UInt8(ascii: "1")) && geteuid() != 0) {
-                throw CommandFailure("-o uring: io_uring is disabled on this system (/proc/sys/kernel/io_uring_disabled is \(UnicodeScalar(UInt8(level))))")
-            }
+        if let level = firstCharacter(of: "/proc/sys/kernel/io_uring_disabled"), level == "2" || (level == "1" && geteuid() != 0) {
+            throw CommandFailure("-o uring: io_uring is disabled on this system (/proc/sys/kernel/io_uring_disabled is \(level))")
         }
+    }
+
+    /// The first character of a one-line kernel file (a switch's Y/N, a sysctl's digit).
+    private static func firstCharacter(of path: String) -> Character? {
+        guard let file = fopen(path, "r") else { return nil }
+        defer { fclose(file) }
+        let c = fgetc(file)
+        return c == EOF ? nil : Character(UnicodeScalar(UInt8(c)))
     }
 
     private static func split(_ option: String) -> (String, String?) {
