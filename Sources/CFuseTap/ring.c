@@ -66,6 +66,12 @@ enum {
     CQ_SIZE = 4096,
     OP_INTERRUPT = 36,
     PENDING_INTERRUPTS = 64,
+    /* Requests that wait on the disk, served off the queue's thread (the slow lane). */
+    OP_FSYNC = 20,
+    OP_FSYNCDIR = 30,
+    OP_FALLOCATE = 43,
+    OP_COPY_FILE_RANGE = 47,
+    SLOW_WORKERS = 2,     /* per queue */
 };
 
 /* MARK: one queue per CPU, one thread per queue */
@@ -80,6 +86,10 @@ struct ring_entry {
     uint64_t last_commit;         /* to issue again after EAGAIN/EINTR */
     struct ring_entry *next_handed;
     int dead;
+    /* in the slow lane: the request laid out, waiting for a worker */
+    char *request;
+    uint32_t length;
+    struct ring_entry *next_slow;
 };
 
 struct ring_queue {
@@ -104,6 +114,13 @@ struct ring_queue {
     struct ring_entry *handed;
     struct ring_entry **entries;  /* MAX_ENTRIES slots, `count` of them made */
     _Atomic unsigned count;
+    /* The slow lane (see hand_to_slow_lane), under slow_lock. */
+    pthread_mutex_t slow_lock;
+    pthread_cond_t slow_ready;
+    struct ring_entry *slow_head, *slow_tail;
+    unsigned slow_queued, slow_idle, slow_started;
+    int slow_stop;
+    pthread_t slow_threads[SLOW_WORKERS];
 };
 
 enum { WAITING, SERVING, DECLINED, STOPPING };
@@ -119,6 +136,7 @@ struct cfusetap_ring {
     int state;
     _Atomic uint64_t requests;
     _Atomic uint64_t strays;      /* requests read from /dev/fuse once the ring served one */
+    _Atomic uint64_t redelivered; /* interrupts given to libfuse again (see process_request) */
     struct ring_queue *queues;
     int registered;               /* in the registry (under registry_lock) */
     struct cfusetap_ring *next;   /* the registry: rings by /dev/fuse descriptor */
@@ -263,6 +281,118 @@ static int take_pending_interrupt(struct cfusetap_ring *ring, uint64_t unique)
     return found;
 }
 
+/* Gives libfuse a request laid out in its entry (on the queue's thread, or a slow-lane
+ * worker): the tap's per-thread look at it first, as for a read of /dev/fuse. */
+static void process_request(struct cfusetap_ring *ring, struct ring_entry *e, char *start, uint32_t len)
+{
+    cfusetap_observe_request(ring->devfd, start, len);
+    uint64_t unique = __atomic_load_n(&e->commit_id, __ATOMIC_ACQUIRE);
+    ring->process(ring->context, start, len);
+    if (take_pending_interrupt(ring, unique) && __atomic_load_n(&e->commit_id, __ATOMIC_ACQUIRE) == unique) {
+        /* Interrupted before libfuse knew the request; it waits now (parked): interrupt it. */
+        char interrupt[IN_HEADER + 8];
+        memset(interrupt, 0, sizeof interrupt);
+        uint32_t n = sizeof interrupt, op = OP_INTERRUPT;
+        uint64_t own = unique | 1;
+        memcpy(interrupt, &n, 4);
+        memcpy(interrupt + 4, &op, 4);
+        memcpy(interrupt + 8, &own, 8);
+        memcpy(interrupt + IN_HEADER, &unique, 8);
+        atomic_fetch_add_explicit(&ring->redelivered, 1, memory_order_relaxed);
+        ring->process(ring->context, interrupt, sizeof interrupt);
+    }
+}
+
+/* MARK: the slow lane
+ *
+ * A queue serves its CPU's requests one after the other, so a request that waits on the
+ * disk (an fsync: milliseconds) would hold back every other request made on that CPU. Such
+ * requests go to the queue's workers instead, threads pinned to the same CPU: while a
+ * worker sleeps on the disk the queue's thread goes on, and neither hand-over wakes
+ * another processor. A reply reaches its queue as a parked request's does (handed over
+ * through the eventfd). Workers start as needed, up to SLOW_WORKERS; more such requests
+ * than that wait for one, never the queue. */
+
+static int is_slow(uint32_t opcode)
+{
+    return opcode == OP_FSYNC || opcode == OP_FSYNCDIR || opcode == OP_FALLOCATE || opcode == OP_COPY_FILE_RANGE;
+}
+
+/* A queue's thread or worker: named for ps, top and debuggers ("cfs-ring-N" serves queue N,
+ * "cfs-slow-N" is its slow lane), deaf to signals (libfuse's own thread takes them), pinned. */
+static void settle_thread(const char *role, unsigned cpu)
+{
+    char name[16];
+    snprintf(name, sizeof name, "cfs-%s-%u", role, cpu);
+    pthread_setname_np(pthread_self(), name);
+    sigset_t all;
+    sigfillset(&all);
+    pthread_sigmask(SIG_BLOCK, &all, NULL);
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    CPU_SET(cpu, &set);
+    (void)sched_setaffinity(0, sizeof set, &set);
+}
+
+static void *slow_main(void *arg)
+{
+    struct ring_queue *q = arg;
+    settle_thread("slow", q->qid);
+    pthread_mutex_lock(&q->slow_lock);
+    for (;;) {
+        while (!q->slow_head && !q->slow_stop) {
+            q->slow_idle++;
+            pthread_cond_wait(&q->slow_ready, &q->slow_lock);
+            q->slow_idle--;
+        }
+        if (q->slow_stop) break;
+        struct ring_entry *e = q->slow_head;
+        q->slow_head = e->next_slow;
+        if (!q->slow_head) q->slow_tail = NULL;
+        q->slow_queued--;
+        pthread_mutex_unlock(&q->slow_lock);
+        process_request(q->ring, e, e->request, e->length);
+        pthread_mutex_lock(&q->slow_lock);
+    }
+    pthread_mutex_unlock(&q->slow_lock);
+    return NULL;
+}
+
+/* 1 if a worker will process the request; 0 (process it here) if none can. */
+static int hand_to_slow_lane(struct ring_queue *q, struct ring_entry *e, char *start, uint32_t len)
+{
+    int taken = 0;
+    pthread_mutex_lock(&q->slow_lock);
+    if (q->slow_queued >= q->slow_idle && q->slow_started < SLOW_WORKERS && !q->slow_stop
+        && pthread_create(&q->slow_threads[q->slow_started], NULL, slow_main, q) == 0)
+        q->slow_started++;
+    if (q->slow_started > 0 && !q->slow_stop) {
+        e->request = start;
+        e->length = len;
+        e->next_slow = NULL;
+        if (q->slow_tail) q->slow_tail->next_slow = e; else q->slow_head = e;
+        q->slow_tail = e;
+        q->slow_queued++;
+        pthread_cond_signal(&q->slow_ready);
+        taken = 1;
+    }
+    pthread_mutex_unlock(&q->slow_lock);
+    return taken;
+}
+
+/* After the queue's thread: the workers finish the request in hand; queued ones are
+ * dropped with their entries (their connection is gone). */
+static void stop_slow_lane(struct ring_queue *q)
+{
+    pthread_mutex_lock(&q->slow_lock);
+    q->slow_stop = 1;
+    pthread_cond_broadcast(&q->slow_ready);
+    pthread_mutex_unlock(&q->slow_lock);
+    for (unsigned i = 0; i < q->slow_started; i++) pthread_join(q->slow_threads[i], NULL);
+}
+
+/* MARK: the queue's requests */
+
 /* Lays the request out as read(2) of /dev/fuse would have: header, first argument,
  * payload, contiguous (the payload stays where the kernel put it). */
 static void serve(struct ring_queue *q, struct ring_entry *e)
@@ -287,21 +417,9 @@ static void serve(struct ring_queue *q, struct ring_entry *e)
     memcpy(start, e->header->in_out, IN_HEADER);
     memcpy(start + IN_HEADER, e->header->op_in, first);
     atomic_fetch_add_explicit(&ring->requests, 1, memory_order_relaxed);
-    cfusetap_observe_request(ring->devfd, start, len);
-    uint64_t unique = e->commit_id;
-    ring->process(ring->context, start, len);
-    if (take_pending_interrupt(ring, unique) && __atomic_load_n(&e->commit_id, __ATOMIC_ACQUIRE) == unique) {
-        /* Interrupted before libfuse knew the request; it waits now (parked): interrupt it. */
-        char interrupt[IN_HEADER + 8];
-        memset(interrupt, 0, sizeof interrupt);
-        uint32_t n = sizeof interrupt, op = OP_INTERRUPT;
-        uint64_t own = unique | 1;
-        memcpy(interrupt, &n, 4);
-        memcpy(interrupt + 4, &op, 4);
-        memcpy(interrupt + 8, &own, 8);
-        memcpy(interrupt + IN_HEADER, &unique, 8);
-        ring->process(ring->context, interrupt, sizeof interrupt);
-    }
+    uint32_t opcode;
+    memcpy(&opcode, start + 4, sizeof opcode);
+    if (!is_slow(opcode) || !hand_to_slow_lane(q, e, start, len)) process_request(ring, e, start, len);
     serving = NULL;
 }
 
@@ -542,15 +660,9 @@ static void *queue_main(void *arg)
 {
     struct ring_queue *q = arg;
     struct cfusetap_ring *ring = q->ring;
-    sigset_t all;
-    sigfillset(&all);
-    pthread_sigmask(SIG_BLOCK, &all, NULL);
     /* Requests of a process on CPU n come to queue n: served on that CPU, the caller
      * hands over to this thread without waking another (virtual) processor. */
-    cpu_set_t cpu;
-    CPU_ZERO(&cpu);
-    CPU_SET(q->qid, &cpu);
-    (void)sched_setaffinity(0, sizeof cpu, &cpu);
+    settle_thread("ring", q->qid);
 
     pthread_mutex_lock(&ring->lock);
     while (ring->state == WAITING) pthread_cond_wait(&ring->changed, &ring->lock);
@@ -614,6 +726,7 @@ static void *queue_main(void *arg)
 
 static void free_queue(struct ring_queue *q)
 {
+    stop_slow_lane(q);
     if (q->fd >= 0) {
         munmap(q->sqes, q->sqes_size);
         munmap(q->rings, q->rings_size);
@@ -623,6 +736,8 @@ static void free_queue(struct ring_queue *q)
     unsigned count = atomic_load_explicit(&q->count, memory_order_relaxed);
     for (unsigned i = 0; q->entries && i < count; i++) free_entry(q->entries[i], q->ring->payload);
     free(q->entries);
+    pthread_cond_destroy(&q->slow_ready);
+    pthread_mutex_destroy(&q->slow_lock);
     pthread_mutex_destroy(&q->lock);
 }
 
@@ -671,6 +786,8 @@ struct cfusetap_ring *cfusetap_ring_new(unsigned depth, size_t payload, cfusetap
         q->fd = -1;
         q->eventfd = -1;
         pthread_mutex_init(&q->lock, NULL);
+        pthread_mutex_init(&q->slow_lock, NULL);
+        pthread_cond_init(&q->slow_ready, NULL);
     }
     for (unsigned qid = 0; qid < ring->nqueues && !*error; qid++) {
         struct ring_queue *q = &ring->queues[qid];
@@ -750,6 +867,11 @@ uint64_t cfusetap_ring_requests(struct cfusetap_ring *ring)
 uint64_t cfusetap_ring_strays(struct cfusetap_ring *ring)
 {
     return atomic_load_explicit(&ring->strays, memory_order_relaxed);
+}
+
+uint64_t cfusetap_ring_redelivered(struct cfusetap_ring *ring)
+{
+    return atomic_load_explicit(&ring->redelivered, memory_order_relaxed);
 }
 
 void cfusetap_ring_stop(struct cfusetap_ring *ring)

@@ -63,7 +63,7 @@ public final class RingTransport: Sendable {
     func stop(mountPoint: String) {
         guard let ring = take() else { return }
         if cfusetap_ring_serving(ring) != 0 {
-            bridgeLogger.info("\(mountPoint): io_uring served \(cfusetap_ring_requests(ring)) requests; \(cfusetap_ring_strays(ring)) others came through /dev/fuse after it started")
+            bridgeLogger.info("\(mountPoint): io_uring served \(cfusetap_ring_requests(ring)) requests; \(cfusetap_ring_strays(ring)) others came through /dev/fuse after it started; \(cfusetap_ring_redelivered(ring)) interrupts delivered again after their request")
         } else {
             bridgeLogger.warning("\(mountPoint): -o uring: no request came through io_uring (the kernel did not offer it, or a queue could not register); all came through /dev/fuse")
         }

@@ -62,7 +62,8 @@ void cfusetap_reply_passthrough(int backing_id);
 /* FUSE over io_uring (kernel 6.14, DESIGN.md 31): one queue per possible CPU, served by a
  * thread pinned to it, so a request is answered on the CPU that made it. `process` gets
  * each request laid out as a read(2) of /dev/fuse would give it (header, arguments), on the
- * queue's thread; replies go through the tap's writev/splice_send, which commit them to the
+ * queue's thread (requests that wait on the disk, such as FSYNC, on a worker pinned to the
+ * same CPU, so they do not hold up the queue); replies go through the tap's writev/splice_send, which commit them to the
  * entry they answer (from any thread). The ring is made before the mount (its threads wait),
  * attached to the session's /dev/fuse descriptor before INIT is read; the queues register
  * once the INIT reply, offering FUSE_OVER_IO_URING, is out. A queue that cannot go on ends
@@ -82,6 +83,9 @@ uint64_t cfusetap_ring_requests(struct cfusetap_ring *ring);
 /* Requests other than FORGET and INTERRUPT that still came through /dev/fuse after the
  * ring had served its first (none, unless the kernel fell back). */
 uint64_t cfusetap_ring_strays(struct cfusetap_ring *ring);
+/* Interrupts that reached libfuse before their request did, given to it again once the
+ * request was there (and parked). */
+uint64_t cfusetap_ring_redelivered(struct cfusetap_ring *ring);
 /* Stops the queues' threads (after the session loop) and frees everything. */
 void cfusetap_ring_stop(struct cfusetap_ring *ring);
 

@@ -4,7 +4,9 @@
 # (spliced data replies), names created, renamed, listed (2,000 entries) and removed, a
 # setuid bit cleared by another user's write; a request parked behind a claim is answered
 # from another thread; 40 reads parked at once on one CPU while that CPU's other requests are
-# still answered; a caller interrupted while parked gets EINTR. After unmount the daemon's
+# still answered; a caller interrupted while parked gets EINTR, also when the interrupt
+# reached libfuse before its request (its queue's thread held with ptrace); an fsync that waits on the
+# disk does not hold up its CPU's other requests. After unmount the daemon's
 # log says how many requests the ring carried (at least those made here) and that no request
 # but FORGET and INTERRUPT came through /dev/fuse once it had started.
 . "$(dirname "$0")/../lib/common.sh"
@@ -14,8 +16,9 @@ SWITCH=/sys/module/fuse/parameters/enable_uring
 [[ -e $SWITCH ]] || _skip "kernel $(uname -r) has no FUSE over io_uring ($SWITCH missing)"
 _users
 WAS=$(cat "$SWITCH")
-restore_switch() {
+restore_switch() {   # then the usual clean-up, with the case's exit status
     local rc=$?
+    set +e   # else `(exit 1)` below would end the trap before the clean-up unmounts
     echo "$WAS" >"$SWITCH"
     (exit "$rc")
     _cfs_cleanup
@@ -106,6 +109,95 @@ _wait_parked "$intr" "an open to interrupt"
 kill -INT "$intr"
 wait "$intr"
 _assert_eq "EINTR" "$(cat "$TEST_TMP/intr.out")" "interrupted open, parked"
+# An interrupt that reaches libfuse before its request does (the kernel has put the request
+# into CPU 0's ring, but the queue's thread has not handed it to libfuse yet): libfuse
+# answers it EAGAIN once another request comes by, which the kernel cannot match to a ring
+# request, so the tap keeps it and delivers it again once its request is there and parked.
+# The queue's thread is held with ptrace right where its io_uring_enter returns with the
+# request; a lookup made on CPU 1 is the other request. (A signal that comes before the
+# kernel has put the request into the ring makes no INTERRUPT at all with io_uring: the
+# kernel's dev_uring.c does not look for it when it sends the request later.)
+redelivered=0
+if (($(nproc) >= 2)); then
+    stat "$D/claimed" >/dev/null   # names and attributes cached: the open below is one request
+    daemon=$(_daemon_pid)
+    ring0=$(grep -lx "cfs-ring-0" /proc/"$daemon"/task/*/comm | cut -d/ -f5)
+    [[ -n $ring0 ]] || _fail "no thread named cfs-ring-0 in daemon $daemon"
+    rm -f "$TEST_TMP"/ring0.*
+    "$PY" - "$ring0" "$TEST_TMP/ring0" >"$TEST_TMP/ring0.out" 2>&1 <<'PY' &
+import ctypes, os, signal, struct, sys, time
+tid, flag = int(sys.argv[1]), sys.argv[2]
+libc = ctypes.CDLL(None, use_errno=True)
+libc.ptrace.argtypes = [ctypes.c_long, ctypes.c_long, ctypes.c_void_p, ctypes.c_void_p]
+libc.ptrace.restype = ctypes.c_long
+DETACH, SYSCALL, SEIZE, INTERRUPT, GET_SYSCALL_INFO = 17, 24, 0x4206, 0x4207, 0x420E
+TRACESYSGOOD, WALL, IO_URING_ENTER = 1, 0x40000000, 426
+def ptrace(request, data=None, addr=None):
+    if libc.ptrace(request, tid, addr, data) < 0:
+        sys.exit(f"ptrace {request:#x} of {tid}: {os.strerror(ctypes.get_errno())}")
+def wait_for(name):
+    deadline = time.monotonic() + 60
+    while not os.path.exists(f"{flag}.{name}"):
+        if time.monotonic() > deadline:
+            ptrace(DETACH)
+            sys.exit(f"no {name} in 60 s")
+        time.sleep(0.01)
+ptrace(SEIZE, TRACESYSGOOD)
+ptrace(INTERRUPT)
+os.waitpid(tid, WALL)
+open(f"{flag}.stopped", "w").close()
+wait_for("asked")                      # the open on CPU 0 waits in the kernel
+info = ctypes.create_string_buffer(88)
+last = None
+while True:                            # to the end of the next io_uring_enter: the request is in
+    ptrace(SYSCALL)
+    _, status = os.waitpid(tid, WALL)
+    if not os.WIFSTOPPED(status) or os.WSTOPSIG(status) != (signal.SIGTRAP | 0x80):
+        continue
+    libc.ptrace(GET_SYSCALL_INFO, tid, ctypes.c_void_p(88), info)
+    op, value = info.raw[0], struct.unpack_from("<q", info.raw, 24)[0]
+    if op == 1:
+        last = value
+    elif op == 2 and last == IO_URING_ENTER and value >= 0:
+        break
+open(f"{flag}.held", "w").close()
+wait_for("go")
+ptrace(DETACH)
+PY
+    holder=$!
+    _CFS_PIDS+=($holder)
+    _wait_for 10 eval '[[ -e $TEST_TMP/ring0.stopped ]] || ! _pid_running $holder' || _fail "cfs-ring-0 not stopped after 10 s"
+    [[ -e $TEST_TMP/ring0.stopped ]] || _fail "could not stop cfs-ring-0: $(cat "$TEST_TMP/ring0.out")"
+    env --default-signal=INT taskset -c 0 "$PY" -c '
+import ctypes, errno, os, signal, sys
+libc = ctypes.CDLL(None, use_errno=True)
+signal.signal(signal.SIGINT, lambda *a: None)
+fd = libc.open(os.fsencode(sys.argv[1]), os.O_RDONLY)
+print(errno.errorcode[ctypes.get_errno()] if fd < 0 else "opened")
+' "$D/claimed" >"$TEST_TMP/early.out" 2>&1 &
+    early=$!
+    _CFS_PIDS+=($early)
+    _wait_for 10 _parked "$early" || _fail "the open on CPU 0 is not waiting for the kernel's answer"
+    touch "$TEST_TMP/ring0.asked"
+    _wait_for 10 eval '[[ -e $TEST_TMP/ring0.held ]] || ! _pid_running $holder' || _fail "cfs-ring-0 did not return from io_uring_enter in 10 s"
+    [[ -e $TEST_TMP/ring0.held ]] || _fail "ptrace holder: $(cat "$TEST_TMP/ring0.out")"
+    kill -INT "$early"
+    sleep 0.3   # the kernel's INTERRUPT reaches libfuse's /dev/fuse thread
+    _assert_ok taskset -c 1 "$PY" -c '
+import os, sys
+try:
+    os.stat(sys.argv[1])
+except FileNotFoundError:
+    pass
+' "$D/never-made-early"
+    touch "$TEST_TMP/ring0.go"
+    wait "$holder" || _fail "ptrace holder: $(cat "$TEST_TMP/ring0.out")"
+    _wait_for 10 eval '! _pid_running $early' || _fail "the interrupted open on CPU 0 still waits 10 s after its queue resumed"
+    wait "$early"
+    _assert_eq "EINTR" "$(cat "$TEST_TMP/early.out")" "open interrupted before its queue took it"
+    redelivered=1
+    ops=$((ops + 3))
+fi
 _release w
 wait "$one"
 _assert_eq "claimed" "$(cat "$TEST_TMP/one.out")" "the first parked reader"
@@ -116,11 +208,58 @@ done
 _ok "all parked readers answered after the claim, one interrupted with EINTR"
 ops=$((ops + 45))
 
+# MARK: an fsync does not hold up its CPU's queue
+# 256 MiB written through the mount are still dirty in the store when the writer fsyncs
+# them: the daemon's fsync waits on the disk. A second process on the same CPU watches the
+# writer, and the moment it waits in the daemon makes a lookup and a create: both are
+# answered (the queue handed the fsync to its slow lane) before the fsync returns.
+rm -f "$TEST_TMP/fsync.started"
+taskset -c 0 "$PY" - "$D/dirty" "$TEST_TMP/fsync.started" >"$TEST_TMP/fsync.out" 2>&1 <<'PY' &
+import os, sys, time
+fd = os.open(sys.argv[1], os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+block = os.urandom(1 << 20)
+for _ in range(256):
+    os.write(fd, block)
+open(sys.argv[2], "w").close()
+start = time.monotonic()
+os.fsync(fd)
+print(start, time.monotonic())
+PY
+writer=$!
+_CFS_PIDS+=($writer)
+_assert_ok timeout 60 taskset -c 0 "$PY" - "$D" "$writer" "$TEST_TMP/fsync.started" "$TEST_TMP/other.out" <<'PY'
+import os, sys, time
+d, writer, started, out = sys.argv[1:]
+def parked():
+    try:
+        return open(f"/proc/{writer}/wchan").read() == "request_wait_answer"
+    except FileNotFoundError:
+        sys.exit("the writer ended before its fsync was seen waiting in the daemon")
+while not (os.path.exists(started) and parked()):
+    time.sleep(0.001)
+try:
+    os.stat(f"{d}/never-made")
+except FileNotFoundError:
+    pass
+open(f"{d}/made-meanwhile", "w").close()
+open(out, "w").write(f"{time.monotonic()}\n")
+PY
+wait "$writer" || _fail "the writer failed: $(cat "$TEST_TMP/fsync.out")"
+read -r began ended <"$TEST_TMP/fsync.out"
+other=$(cat "$TEST_TMP/other.out")
+"$PY" -c 'import sys; sys.exit(0 if float(sys.argv[1]) < float(sys.argv[2]) else 1)' "$other" "$ended" ||
+    _fail "the lookup and create on CPU 0 were answered only after the fsync returned (fsync $began-$ended, other done $other)"
+_assert_ok cmp -n $((256 << 20)) "$D/dirty" "$SD/dirty"
+rm -f "$D/dirty" "$D/made-meanwhile"
+_ok "a lookup and a create on CPU 0 answered during an fsync of $("$PY" -c 'import sys; print(round(float(sys.argv[2]) - float(sys.argv[1]), 3))' "$began" "$ended") s"
+ops=$((ops + 260))
+
 # MARK: what went through the ring
 fs_umount
-line=$(grep -o "io_uring served [0-9]* requests; [0-9]* others came through /dev/fuse after it started" "$TEST_TMP/daemon.$_CFS_N.log") ||
+line=$(grep -o "io_uring served [0-9]* requests; [0-9]* others came through /dev/fuse after it started; [0-9]* interrupts delivered again after their request" "$TEST_TMP/daemon.$_CFS_N.log") ||
     _fail "no io_uring summary in the daemon's log: $(cat "$TEST_TMP/daemon.$_CFS_N.log")"
-read -r served strays <<<"$(echo "$line" | awk '{ print $3, $5 }')"
+read -r served strays again <<<"$(echo "$line" | awk '{ print $3, $5, $13 }')"
 ((served >= ops)) || _fail "io_uring served $served requests, fewer than the $ops made here"
 _assert_eq 0 "$strays" "requests other than FORGET and INTERRUPT through /dev/fuse once the ring served"
+_assert_eq "$redelivered" "$again" "interrupts delivered again after their request"
 _ok "io_uring served $served requests (at least $ops made here); none went through /dev/fuse"
