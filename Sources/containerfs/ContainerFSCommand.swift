@@ -24,6 +24,7 @@ struct ContainerFSCommand: ParsableCommand {
     /// answers usage errors with 64, EX_USAGE).
     static func main() {
         do {
+            try refuseMistypedSubcommand(Array(CommandLine.arguments.dropFirst()))
             var command = try parseAsRoot()
             try command.run()
         } catch {
@@ -35,5 +36,19 @@ struct ContainerFSCommand: ParsableCommand {
             Glibc.exit(code == .validationFailure ? 2 : code.rawValue)
         }
         Glibc.exit(0)
+    }
+
+    /// Without a subcommand the arguments are `mount`'s, and a store that does not exist is
+    /// made: `containerfs stauts /mnt` would quietly make a store named `stauts` in the
+    /// working directory and mount it. A first argument that is a bare word (no `/`), names
+    /// no subcommand and no existing directory is taken for a mistyped subcommand instead
+    /// (DESIGN.md 32); `containerfs mount WORD MNT` still makes such a store.
+    static func refuseMistypedSubcommand(_ arguments: [String]) throws {
+        let positional = arguments.filter { !$0.hasPrefix("-") }
+        guard let first = arguments.first, !first.hasPrefix("-"), positional.count >= 2,
+              !first.contains("/"), !Paths.isDirectory(Paths.absolute(first)) else { return }
+        let names = configuration.subcommands.compactMap { $0.configuration.commandName } + ["help"]
+        guard !names.contains(first) else { return }
+        throw ValidationError("'\(first)' is not a subcommand (\(names.joined(separator: ", "))), nor an existing store directory; to make a new store named \(first) here: containerfs mount \(first) \(positional[1])")
     }
 }

@@ -56,3 +56,21 @@ usage containerfs container remove
 usage containerfs container frobnicate
 usage containerfs container path com.example.x --directory no-such-directory --store "$TEST_STORE"
 ((${#wrong[@]} == 0)) || _fail "usage errors must exit 2: ${wrong[*]}"
+
+# MARK: a mistyped subcommand is not taken for a new store
+# Without a subcommand the arguments are mount's, and mount makes a store that does not
+# exist yet: a bare word that names no subcommand and no directory is refused instead, with
+# the command that would make such a store, and nothing is made or mounted.
+cd "$TEST_TMP"
+_assert_exit 2 containerfs stauts "$TEST_MNT"
+[[ $_OUT == *"'stauts' is not a subcommand (mount, unmount, container, coordinate, watch, help), nor an existing store directory; to make a new store named stauts here: containerfs mount stauts $TEST_MNT"* ]] ||
+    _fail "unclear refusal: $_OUT"
+[[ ! -e $TEST_TMP/stauts ]] || _fail "a store named stauts was made"
+_assert_eq "" "$(_mount_fstype "$TEST_MNT")" "nothing mounted after the refusal"
+# An existing store directory, or an explicit mount, is taken as ever.
+_assert_ok containerfs mount stauts "$TEST_MNT"
+_assert_ok containerfs unmount "$TEST_MNT"
+_assert_ok containerfs stauts "$TEST_MNT" -o ro
+_assert_eq "fuse.containerfs" "$(_mount_fstype "$TEST_MNT")" "the existing store, mounted without a subcommand"
+_assert_ok containerfs unmount "$TEST_MNT"
+cd /
