@@ -64,6 +64,7 @@ enum {
      * submission ring is never full, so nothing is submitted while a handler runs. */
     SQ_SIZE = 2048,
     CQ_SIZE = 4096,
+    OP_INIT = 26,
     OP_INTERRUPT = 36,
     PENDING_INTERRUPTS = 64,
     /* Requests that wait on the disk, served off the queue's thread (the slow lane). */
@@ -136,6 +137,7 @@ struct cfusetap_ring {
     int state;
     _Atomic uint64_t requests;
     _Atomic uint64_t strays;      /* requests read from /dev/fuse once the ring served one */
+    _Atomic uint64_t unringed;    /* ... and before it did (but INIT) */
     _Atomic uint64_t redelivered; /* interrupts given to libfuse again (see process_request) */
     struct ring_queue *queues;
     int registered;               /* in the registry (under registry_lock) */
@@ -567,11 +569,13 @@ void cfusetap_ring_channel_request(int devfd, const char *buf, size_t n)
     if (n < IN_HEADER) return;
     uint32_t opcode;
     memcpy(&opcode, buf + 4, sizeof opcode);
-    if (opcode == 2 || opcode == OP_INTERRUPT || opcode == 42) return;
+    if (opcode == 2 || opcode == OP_INTERRUPT || opcode == 42 || opcode == OP_INIT) return;
     pthread_mutex_lock(&registry_lock);
     struct cfusetap_ring *r = ring_of_locked(devfd);
-    if (r && atomic_load_explicit(&r->requests, memory_order_relaxed) > 0)
-        atomic_fetch_add_explicit(&r->strays, 1, memory_order_relaxed);
+    if (r) {
+        int served = atomic_load_explicit(&r->requests, memory_order_relaxed) > 0;
+        atomic_fetch_add_explicit(served ? &r->strays : &r->unringed, 1, memory_order_relaxed);
+    }
     pthread_mutex_unlock(&registry_lock);
 }
 
@@ -867,6 +871,11 @@ uint64_t cfusetap_ring_requests(struct cfusetap_ring *ring)
 uint64_t cfusetap_ring_strays(struct cfusetap_ring *ring)
 {
     return atomic_load_explicit(&ring->strays, memory_order_relaxed);
+}
+
+uint64_t cfusetap_ring_unringed(struct cfusetap_ring *ring)
+{
+    return atomic_load_explicit(&ring->unringed, memory_order_relaxed);
 }
 
 uint64_t cfusetap_ring_redelivered(struct cfusetap_ring *ring)

@@ -15,7 +15,7 @@ struct ContainerFSCommand: ParsableCommand {
         version: version,
         subcommands: [
             MountCommand.self, UnmountCommand.self, ContainerCommand.self,
-            CoordinateCommand.self, WatchCommand.self,
+            CoordinateCommand.self, WatchCommand.self, UnmountWhenGoneCommand.self,
         ],
         defaultSubcommand: MountCommand.self
     )
@@ -47,8 +47,9 @@ struct ContainerFSCommand: ParsableCommand {
         let positional = arguments.filter { !$0.hasPrefix("-") }
         guard let first = arguments.first, !first.hasPrefix("-"), positional.count >= 2,
               !first.contains("/"), !Paths.isDirectory(Paths.absolute(first)) else { return }
-        let names = configuration.subcommands.compactMap { $0.configuration.commandName } + ["help"]
-        guard !names.contains(first) else { return }
+        let all = configuration.subcommands.map { ($0.configuration.commandName, $0.configuration.shouldDisplay) }
+        guard first != "help", !all.contains(where: { $0.0 == first }) else { return }
+        let names = all.filter(\.1).compactMap(\.0) + ["help"]
         throw ValidationError("'\(first)' is not a subcommand (\(names.joined(separator: ", "))), nor an existing store directory; to make a new store named \(first) here: containerfs mount \(first) \(positional[1])")
     }
 }

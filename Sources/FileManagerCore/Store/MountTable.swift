@@ -6,6 +6,8 @@ public enum MountTable {
     public struct Entry: Sendable {
         public let mountPoint: String
         public let source: String
+        /// "major:minor" of the mount's connection: tells it from a later mount at the same place.
+        public let device: String
     }
 
     /// The `fuse.containerfs` mount at `path`, if any.
@@ -24,7 +26,7 @@ public enum MountTable {
             guard halves.count == 2 else { return nil }
             let left = halves[0].split(separator: " "), right = halves[1].split(separator: " ")
             guard left.count >= 5, right.count >= 2, right[0] == "fuse.containerfs" else { return nil }
-            return Entry(mountPoint: unescape(String(left[4])), source: unescape(String(right[1])))
+            return Entry(mountPoint: unescape(String(left[4])), source: unescape(String(right[1])), device: String(left[2]))
         }
     }
 

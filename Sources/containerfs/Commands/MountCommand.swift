@@ -98,6 +98,9 @@ struct MountCommand: ParsableCommand {
                                             handler: DaemonRequests(volume: volume, mountPoint: mountPoint,
                                                                     coordination: coordination, clients: clients, ring: ring).handle)
             try session.mount(options: sessionOptions)
+            // With io_uring, fusermount3's auto_unmount misses a killed daemon (DESIGN.md 31).
+            let unmountWatcher = options.uring && options.fuse.contains("auto_unmount")
+                ? Daemon.startUnmountWatcher(mountPoint: mountPoint.string) : nil
             let notifier = session.makeNotifier()
             if let notifier { volume.addObserver(notifier) }
             watcher.start()
@@ -109,7 +112,7 @@ struct MountCommand: ParsableCommand {
             control.stop()
             watcher.stop()
             notifier?.stop()
-            withExtendedLifetime((session, lock)) {}
+            withExtendedLifetime((session, lock, unmountWatcher)) {}
         } catch {
             ready.fail("\(error)")
             throw error

@@ -24,14 +24,7 @@ enum Daemon {
         _ = fcntl(readEnd, F_SETFD, FD_CLOEXEC)
         _ = fcntl(writeEnd, F_SETFD, FD_CLOEXEC)
 
-        let executable = "/proc/self/exe"
-        // argv[0] names the real binary, so `ps` and `pgrep containerfs` find the daemon.
-        let name = (try? FileManager.default.destinationOfSymbolicLink(atPath: executable)) ?? "containerfs"
-        let argv = ([name] + arguments + ["--ready-fd", "3"]).map { strdup($0) } + [nil]
-        defer { argv.forEach { free($0) } }
-        let pid = argv.withUnsafeBufferPointer { av in
-            clinux_spawn_daemon(executable, av.baseAddress!, environ, logFD, writeEnd)
-        }
+        let pid = spawnSelf(arguments + ["--ready-fd", "3"], stderr: logFD, fd3: writeEnd)
         close(writeEnd)
         defer { close(readEnd) }
         guard pid > 0 else { throw CommandFailure("cannot start the daemon: \(Errno(rawValue: -pid))") }
@@ -49,5 +42,32 @@ enum Daemon {
         var status: Int32 = 0
         _ = waitpid(pid, &status, 0)
         throw CommandFailure(text.isEmpty ? "the daemon exited before the mount was live (see \(store)/daemon.log)" : text)
+    }
+
+    /// In the daemon, once mounted with `-o uring,auto_unmount`: starts
+    /// `_unmount-when-gone` (which see) beside it, its descriptor 3 the read end of a pipe
+    /// whose write end this process keeps, unseen by anything it starts later, until it
+    /// exits. Nil (and nothing started) if the pipe or the spawn fails.
+    static func startUnmountWatcher(mountPoint: String) -> Int32? {
+        var pipeFDs: [Int32] = [0, 0]
+        guard pipe(&pipeFDs) == 0 else { return nil }
+        pipeFDs.forEach { _ = fcntl($0, F_SETFD, FD_CLOEXEC) }
+        let pid = spawnSelf(["_unmount-when-gone", mountPoint], stderr: 2, fd3: pipeFDs[0])
+        close(pipeFDs[0])
+        guard pid > 0 else { close(pipeFDs[1]); return nil }
+        return pipeFDs[1]
+    }
+
+    /// This binary again, in a new session: stdin and stdout /dev/null, `stderr` as its
+    /// descriptor 2 and `fd3` as its 3. Its pid, or -errno.
+    private static func spawnSelf(_ arguments: [String], stderr: Int32, fd3: Int32) -> pid_t {
+        let executable = "/proc/self/exe"
+        // argv[0] names the real binary, so `ps` and `pgrep containerfs` find it.
+        let name = (try? FileManager.default.destinationOfSymbolicLink(atPath: executable)) ?? "containerfs"
+        let argv = ([name] + arguments).map { strdup($0) } + [nil]
+        defer { argv.forEach { free($0) } }
+        return argv.withUnsafeBufferPointer { av in
+            clinux_spawn_daemon(executable, av.baseAddress!, environ, stderr, fd3)
+        }
     }
 }

@@ -1,14 +1,15 @@
 # FUSE over io_uring (`-o uring`, DESIGN.md 31): requests come through the kernel's per-CPU
 # io_uring queues instead of /dev/fuse. While the kernel's switch is off the mount is refused
-# with the remedy. With it on, from each CPU in turn: a 4 MiB file written and read back cold
-# (spliced data replies), names created, renamed, listed (2,000 entries) and removed, a
-# setuid bit cleared by another user's write; a request parked behind a claim is answered
-# from another thread; 40 reads parked at once on one CPU while that CPU's other requests are
-# still answered; a caller interrupted while parked gets EINTR, also when the interrupt
-# reached libfuse before its request (its queue's thread held with ptrace); an fsync that waits on the
-# disk does not hold up its CPU's other requests. After unmount the daemon's
-# log says how many requests the ring carried (at least those made here) and that no request
-# but FORGET and INTERRUPT came through /dev/fuse once it had started.
+# with the remedy. With it on: auto_unmount removes a killed daemon's mount; from each CPU in
+# turn a 4 MiB file written and read back cold (spliced data replies), names created,
+# renamed, listed (2,000 entries) and removed, a setuid bit cleared by another user's write;
+# a request parked behind a claim is answered from another thread; 40 reads parked at once
+# on one CPU while that CPU's other requests are still answered; a caller interrupted while
+# parked gets EINTR, also when the interrupt reached libfuse before its request (its queue's
+# thread held with ptrace); an fsync that waits on the disk does not hold up its CPU's other
+# requests. After unmount the daemon's log says how many requests the ring carried (at
+# least those made here), that no request but FORGET and INTERRUPT came through /dev/fuse
+# once it had started, and how many interrupts were delivered again.
 . "$(dirname "$0")/../lib/common.sh"
 . "$(dirname "$0")/../lib/coordination.sh"
 _require_root
@@ -32,6 +33,25 @@ _assert_exit 1 "$CONTAINERFS" mount "$TEST_STORE" "$TEST_MNT" -o uring
 _is_mounted "$TEST_MNT" && _fail "a refused mount is mounted"
 
 echo Y >"$SWITCH"
+# auto_unmount: fusermount3 alone leaves a killed daemon's mount behind with io_uring (its
+# open sees ECONNABORTED, not ENOTCONN); the daemon's watcher (_unmount-when-gone) detaches
+# it, and after a clean unmount goes away without touching anything.
+fs_mount -o uring,auto_unmount
+watcher() { pgrep -f "_unmount-when-gone $(realpath -m "$TEST_MNT")\$"; }
+_assert_ok watcher
+fs_umount
+_wait_for 10 eval '! watcher' || _fail "the unmount watcher still runs 10 s after a clean unmount"
+_ok "-o uring,auto_unmount: the watcher leaves after a clean unmount"
+fs_mount -o uring,auto_unmount
+pid=$(_daemon_pid)
+kill -KILL "$pid"
+_wait_for 20 eval '! _is_mounted "$TEST_MNT"' || _fail "-o uring,auto_unmount: still mounted 20 s after the daemon was killed"
+wait "$pid" 2>/dev/null || true
+unset "_CFS_PID[$(realpath -m "$TEST_MNT")]"
+_wait_for 10 eval '! watcher' || _fail "the unmount watcher still runs 10 s after it detached the mount"
+_assert_ok grep -q "the daemon is gone; its mount was detached (auto_unmount)" "$TEST_TMP/daemon.$_CFS_N.log"
+_ok "-o uring,auto_unmount: a killed daemon's mount went away"
+
 fs_mount -o uring
 C=$(_mkcontainer com.example.uring)
 chmod 755 "$C"
