@@ -15,6 +15,7 @@
 #include <string.h>
 #include <sys/eventfd.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -847,10 +848,20 @@ static struct cfusetap_ring *ring_of(int devfd)
 
 int cfusetap_ring_wanted(int devfd) { return ring_of(devfd) != NULL; }
 
+/* Registrations on anything but a FUSE device fail, and a queue whose registration fails
+ * ends the session (fatal): only a character device gets queues (the tap's unit tests
+ * answer INIT over a FIFO). */
+static int is_device(int fd)
+{
+    struct stat st;
+    return fstat(fd, &st) == 0 && S_ISCHR(st.st_mode);
+}
+
 void cfusetap_ring_answered_init(int devfd, int accepted)
 {
     struct cfusetap_ring *ring = ring_of(devfd);
     if (!ring) return;
+    accepted = accepted && is_device(devfd);
     pthread_mutex_lock(&ring->lock);
     if (ring->state == WAITING) ring->state = accepted ? SERVING : DECLINED;
     pthread_cond_broadcast(&ring->changed);

@@ -133,7 +133,8 @@ struct ChannelTapTests {
 
     /// INIT through a session that asked for an io_uring transport (DESIGN.md 31): the
     /// reply's flags and flags2 (FUSE_OVER_IO_URING, bit 41, if the kernel offered it). The
-    /// queues then try to register on the FIFO, which refuses them, and give up.
+    /// ring, seeing no FUSE device behind the FIFO, starts no queue (a registration the
+    /// kernel refused would end the session, here the test runner).
     static func initWithRing(offered: Bool) -> (flags: UInt32, flags2: UInt32) {
         let fd = fifo()
         defer { close(fd) }
