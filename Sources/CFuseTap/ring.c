@@ -84,6 +84,7 @@ struct ring_entry {
     char *memory;                 /* PREFIX bytes, then the payload buffer */
     struct iovec iov[2];
     uint64_t commit_id;           /* the request being served; 0 when none */
+    _Atomic int answered;         /* its reply is made (maybe not yet committed) */
     uint32_t last_op;             /* the command in flight, and its commit id, */
     uint64_t last_commit;         /* to issue again after EAGAIN/EINTR */
     struct ring_entry *next_handed;
@@ -136,6 +137,7 @@ struct cfusetap_ring {
     pthread_mutex_t lock;
     pthread_cond_t changed;
     int state;
+    int gave_up;                  /* a queue could register nothing: the kernel dropped the ring */
     _Atomic uint64_t requests;
     _Atomic uint64_t strays;      /* requests read from /dev/fuse once the ring served one */
     _Atomic uint64_t unringed;    /* ... and before it did (but INIT) */
@@ -291,7 +293,8 @@ static void process_request(struct cfusetap_ring *ring, struct ring_entry *e, ch
     cfusetap_observe_request(ring->devfd, start, len);
     uint64_t unique = __atomic_load_n(&e->commit_id, __ATOMIC_ACQUIRE);
     ring->process(ring->context, start, len);
-    if (take_pending_interrupt(ring, unique) && __atomic_load_n(&e->commit_id, __ATOMIC_ACQUIRE) == unique) {
+    if (take_pending_interrupt(ring, unique) && !atomic_load_explicit(&e->answered, memory_order_acquire)
+        && __atomic_load_n(&e->commit_id, __ATOMIC_ACQUIRE) == unique) {
         /* Interrupted before libfuse knew the request; it waits now (parked): interrupt it. */
         char interrupt[IN_HEADER + 8];
         memset(interrupt, 0, sizeof interrupt);
@@ -383,8 +386,9 @@ static int hand_to_slow_lane(struct ring_queue *q, struct ring_entry *e, char *s
     return taken;
 }
 
-/* After the queue's thread: the workers finish the request in hand; queued ones are
- * dropped with their entries (their connection is gone). */
+/* After the queue's thread: the workers finish the request in hand (an fsync under way is
+ * waited for); queued ones are dropped with their entries, and their callers get an error
+ * when the mount goes. */
 static void stop_slow_lane(struct ring_queue *q)
 {
     pthread_mutex_lock(&q->slow_lock);
@@ -404,6 +408,7 @@ static void serve(struct ring_queue *q, struct ring_entry *e)
     uint32_t len;
     memcpy(&len, e->header->in_out, sizeof len);
     uint32_t payload = e->header->ent.payload_sz;
+    atomic_store_explicit(&e->answered, 0, memory_order_relaxed);
     __atomic_store_n(&e->commit_id, e->header->ent.commit_id, __ATOMIC_RELEASE);
     q->held++;
     serving = e;
@@ -437,6 +442,7 @@ static void wake(struct ring_queue *q)
 static void commit(struct ring_entry *e)
 {
     struct ring_queue *q = e->queue;
+    atomic_store_explicit(&e->answered, 1, memory_order_release);
     if (serving && serving->queue == q) {
         prepare_command(q, e, CMD_COMMIT_AND_FETCH);
         return;
@@ -686,6 +692,9 @@ static void *queue_main(void *arg)
         struct ring_entry none = { .queue = q, .iov = { { NULL, 0 }, { NULL, 0 } } };
         submit_command(q, &none, CMD_REGISTER, 0, UINT16_MAX);
         (void)syscall(__NR_io_uring_enter, q->fd, q->unsubmitted, 1, IORING_ENTER_GETEVENTS, NULL, 0);
+        pthread_mutex_lock(&ring->lock);
+        ring->gave_up = 1;
+        pthread_mutex_unlock(&ring->lock);
         unregister(ring);
         return NULL;
     }
@@ -872,6 +881,14 @@ void cfusetap_ring_answered_init(int devfd, int accepted)
 int cfusetap_ring_serving(struct cfusetap_ring *ring)
 {
     return ring_state(ring) == SERVING && atomic_load_explicit(&ring->requests, memory_order_relaxed) > 0;
+}
+
+int cfusetap_ring_taken(struct cfusetap_ring *ring)
+{
+    pthread_mutex_lock(&ring->lock);
+    int taken = ring->state != DECLINED && !ring->gave_up;
+    pthread_mutex_unlock(&ring->lock);
+    return taken;
 }
 
 uint64_t cfusetap_ring_requests(struct cfusetap_ring *ring)

@@ -106,6 +106,9 @@ pid_t clinux_spawn_daemon(const char *path, char *const argv[], char *const envp
     posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0);
     posix_spawn_file_actions_adddup2(&actions, log_fd, 2);
     posix_spawn_file_actions_adddup2(&actions, ready_fd, 3);
+    /* Nothing else: a descriptor the parent did not mean to pass (libfuse's fusermount3
+     * socket, say) would keep its other end waiting on the child. */
+    posix_spawn_file_actions_addclosefrom_np(&actions, 4);
     posix_spawnattr_init(&attr);
     posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSID);
     int rc = posix_spawn(&pid, path, &actions, &attr, argv, envp);

@@ -64,10 +64,12 @@ public final class RingTransport: Sendable {
         guard let ring = take() else { return }
         if cfusetap_ring_serving(ring) != 0 {
             bridgeLogger.info("\(mountPoint): io_uring served \(cfusetap_ring_requests(ring)) requests; \(cfusetap_ring_strays(ring)) others came through /dev/fuse after it started; \(cfusetap_ring_redelivered(ring)) interrupts delivered again after their request")
+        } else if cfusetap_ring_taken(ring) == 0 {
+            bridgeLogger.warning("\(mountPoint): -o uring: the kernel did not take io_uring (it did not offer it, or a queue could not register); every request came through /dev/fuse")
         } else if cfusetap_ring_unringed(ring) == 0 {
             bridgeLogger.info("\(mountPoint): -o uring: no request was made while mounted")
         } else {
-            bridgeLogger.warning("\(mountPoint): -o uring: no request came through io_uring (the kernel did not offer it, or a queue could not register); all came through /dev/fuse")
+            bridgeLogger.warning("\(mountPoint): -o uring: io_uring carried no request; \(cfusetap_ring_unringed(ring)) came through /dev/fuse")
         }
         cfusetap_ring_stop(ring)
     }

@@ -44,11 +44,17 @@ struct ContainerFSCommand: ParsableCommand {
     /// no subcommand and no existing directory is taken for a mistyped subcommand instead
     /// (DESIGN.md 32); `containerfs mount WORD MNT` still makes such a store.
     static func refuseMistypedSubcommand(_ arguments: [String]) throws {
-        let positional = arguments.filter { !$0.hasPrefix("-") }
-        guard let first = arguments.first, !first.hasPrefix("-"), positional.count >= 2,
-              !first.contains("/"), !Paths.isDirectory(Paths.absolute(first)) else { return }
+        var positional: [String] = []
+        var rest = arguments[...]
+        while let argument = rest.popFirst() {
+            if argument == "-o" || argument == "--ready-fd" { _ = rest.popFirst() }
+            else if !argument.hasPrefix("-") { positional.append(argument) }
+        }
+        guard let first = arguments.first, !first.hasPrefix("-"), positional.count >= 2, !first.contains("/") else { return }
         let all = configuration.subcommands.map { ($0.configuration.commandName, $0.configuration.shouldDisplay) }
         guard first != "help", !all.contains(where: { $0.0 == first }) else { return }
+        // Last: a stat of the working directory's entry, which may be on a hung mount.
+        guard !Paths.isDirectory(Paths.absolute(first)) else { return }
         let names = all.filter(\.1).compactMap(\.0) + ["help"]
         throw ValidationError("'\(first)' is not a subcommand (\(names.joined(separator: ", "))), nor an existing store directory; to make a new store named \(first) here: containerfs mount \(first) \(positional[1])")
     }

@@ -83,11 +83,14 @@ uint64_t cfusetap_ring_requests(struct cfusetap_ring *ring);
 /* Requests other than FORGET and INTERRUPT that still came through /dev/fuse after the
  * ring had served its first (none, unless the kernel fell back). */
 uint64_t cfusetap_ring_strays(struct cfusetap_ring *ring);
-/* Requests (not INIT, FORGET or INTERRUPT) that came through /dev/fuse before the ring had
- * served any: all of them, when the kernel did not take the ring. */
+/* Whether the kernel took the ring: INIT offered and accepted it, on a FUSE device, and every
+ * queue registered (false also before INIT). */
+int cfusetap_ring_taken(struct cfusetap_ring *ring);
+/* Requests (not INIT, FORGET or INTERRUPT) that came through /dev/fuse, the ring taken, before
+ * it had served any. */
 uint64_t cfusetap_ring_unringed(struct cfusetap_ring *ring);
 /* Interrupts that reached libfuse before their request did, given to it again once the
- * request was there (and parked). */
+ * request was there and still unanswered (parked). */
 uint64_t cfusetap_ring_redelivered(struct cfusetap_ring *ring);
 /* Stops the queues' threads (after the session loop) and frees everything. */
 void cfusetap_ring_stop(struct cfusetap_ring *ring);

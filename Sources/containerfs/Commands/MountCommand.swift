@@ -63,6 +63,10 @@ struct MountCommand: ParsableCommand {
     /// The daemon proper: open and lock the store, mount, report readiness, serve.
     private func serve(_ options: MountOptions) throws {
         let ready = ReadinessPipe(fd: readyFD)
+        // Nothing the daemon starts may keep the readiness pipe open: `mount` reads it to end
+        // of file, and fusermount3, forked by libfuse for auto_unmount, lives as long as the
+        // mount (without this, `mount -o auto_unmount` never returned).
+        if let readyFD { _ = fcntl(readyFD, F_SETFD, FD_CLOEXEC) }
         do {
             umask(0)  // modes come from the caller's request, already masked by the kernel
             Credentials.prepareProcess()
@@ -99,8 +103,13 @@ struct MountCommand: ParsableCommand {
                                                                     coordination: coordination, clients: clients, ring: ring).handle)
             try session.mount(options: sessionOptions)
             // With io_uring, fusermount3's auto_unmount misses a killed daemon (DESIGN.md 31).
-            let unmountWatcher = options.uring && options.fuse.contains("auto_unmount")
-                ? Daemon.startUnmountWatcher(mountPoint: mountPoint.string) : nil
+            var unmountWatcher: Int32?
+            if options.uring && options.fuse.contains("auto_unmount") {
+                unmountWatcher = Daemon.startUnmountWatcher(mountPoint: mountPoint.string)
+                if unmountWatcher == nil {
+                    Logger(label: "containerfs.mount").warning("\(mountPoint): -o uring,auto_unmount: cannot start the unmount watcher (\(Errno(rawValue: errno))); a killed daemon's mount may stay")
+                }
+            }
             let notifier = session.makeNotifier()
             if let notifier { volume.addObserver(notifier) }
             watcher.start()

@@ -1,6 +1,7 @@
 import ArgumentParser
 import FileManagerCore
 import Glibc
+import SystemPackage
 
 /// `containerfs _unmount-when-gone MOUNTPOINT` (hidden): `auto_unmount` for `-o uring`.
 ///
@@ -17,13 +18,29 @@ struct UnmountWhenGoneCommand: ParsableCommand {
     @Argument var mountPoint: String
 
     func run() throws {
-        guard let mounted = MountTable.entry(at: mountPoint) else { return }
+        var st = stat()
+        guard fstat(3, &st) == 0, (st.st_mode & S_IFMT) == S_IFIFO else {
+            throw CommandFailure("\(mountPoint): _unmount-when-gone is started by the daemon, with its pipe as descriptor 3")
+        }
+        // As the kernel recorded it: symbolic links in the parent resolved (the last
+        // component is not looked at: that would ask the mount itself).
+        let path = FilePath(mountPoint)
+        let parent = path.removingLastComponent().string
+        let canonical = realpath(parent.isEmpty ? "." : parent, nil).map { p in
+            defer { free(p) }
+            return FilePath(String(cString: p)).appending(path.lastComponent.map { [$0] } ?? []).string
+        } ?? mountPoint
+        guard let mounted = MountTable.fuseEntry(at: canonical) else {
+            throw CommandFailure("\(canonical): no FUSE mount there to watch")
+        }
         var byte: UInt8 = 0
         while true {   // nothing is ever written: end of file when the daemon is gone
             let n = read(3, &byte, 1)
-            if n == 0 || (n < 0 && errno != EINTR) { break }
+            if n == 0 { break }
+            if n < 0 && errno != EINTR { throw CommandFailure("\(canonical): reading the daemon's pipe: \(Errno(rawValue: errno))") }
         }
-        guard let still = MountTable.entry(at: mountPoint), still.device == mounted.device else { return }
+        guard let still = MountTable.fuseEntry(at: canonical), still.device == mounted.device else { return }
+        let mountPoint = canonical
         let status = (try? Subprocess.run(["fusermount3", "-u", "-z", mountPoint])) ?? -1
         if status != 0 && umount2(mountPoint, Int32(MNT_DETACH)) != 0 {
             FileHandleOutput.write(2, "containerfs: \(mountPoint): the daemon is gone and its mount could not be detached: \(String(cString: strerror(errno)))\n")
