@@ -117,6 +117,8 @@ pid_t clinux_spawn_daemon(const char *path, char *const argv[], char *const envp
     return rc == 0 ? pid : -rc;
 }
 
+int clinux_pipe_cloexec(int fds[2]) { return pipe2(fds, O_CLOEXEC); }
+
 int clinux_raise_nofile_limit(void)
 {
     struct rlimit rl;

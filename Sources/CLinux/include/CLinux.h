@@ -100,8 +100,12 @@ int clinux_peer_credentials(int fd, uid_t *uid, gid_t *gid, pid_t *pid);
 
 /* MARK: processes */
 /* posix_spawn of `path` with `argv`/`envp`, in a new session, with fd 0 and 1 on /dev/null,
-   2 on `log_fd`, and `ready_fd` as descriptor 3. Returns the pid or -errno. */
+   2 on `log_fd`, `ready_fd` as descriptor 3, and no other descriptor. Returns the pid or
+   -errno. */
 pid_t clinux_spawn_daemon(const char *path, char *const argv[], char *const envp[], int log_fd, int ready_fd);
+/* pipe2(O_CLOEXEC): both ends close-on-exec from the start (no window in which another
+ * thread's spawn could inherit them). 0 or -1 with errno. */
+int clinux_pipe_cloexec(int fds[2]);
 int clinux_raise_nofile_limit(void);
 /* Orphaned descendants are re-parented to this process (PR_SET_CHILD_SUBREAPER). */
 int clinux_become_subreaper(void);

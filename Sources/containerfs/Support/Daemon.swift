@@ -18,11 +18,9 @@ enum Daemon {
         defer { close(logFD) }
 
         var pipeFDs: [Int32] = [0, 0]
-        guard pipe(&pipeFDs) == 0 else { throw CommandFailure("pipe: \(Errno(rawValue: errno))") }
-        let (readEnd, writeEnd) = (pipeFDs[0], pipeFDs[1])
         // Neither end may leak into the daemon except as its descriptor 3 (dup2 clears this).
-        _ = fcntl(readEnd, F_SETFD, FD_CLOEXEC)
-        _ = fcntl(writeEnd, F_SETFD, FD_CLOEXEC)
+        guard clinux_pipe_cloexec(&pipeFDs) == 0 else { throw CommandFailure("pipe: \(Errno(rawValue: errno))") }
+        let (readEnd, writeEnd) = (pipeFDs[0], pipeFDs[1])
 
         let pid = spawnSelf(arguments + ["--ready-fd", "3"], stderr: logFD, fd3: writeEnd)
         close(writeEnd)
@@ -50,8 +48,7 @@ enum Daemon {
     /// exits. Nil (and nothing started) if the pipe or the spawn fails.
     static func startUnmountWatcher(mountPoint: String) -> Int32? {
         var pipeFDs: [Int32] = [0, 0]
-        guard pipe(&pipeFDs) == 0 else { return nil }
-        pipeFDs.forEach { _ = fcntl($0, F_SETFD, FD_CLOEXEC) }
+        guard clinux_pipe_cloexec(&pipeFDs) == 0 else { return nil }
         let pid = spawnSelf(["_unmount-when-gone", mountPoint], stderr: 2, fd3: pipeFDs[0])
         close(pipeFDs[0])
         guard pid > 0 else { close(pipeFDs[1]); return nil }
