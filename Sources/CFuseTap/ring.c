@@ -84,7 +84,7 @@ struct ring_entry {
     char *memory;                 /* PREFIX bytes, then the payload buffer */
     struct iovec iov[2];
     uint64_t commit_id;           /* the request being served; 0 when none */
-    _Atomic int answered;         /* its reply is made (maybe not yet committed) */
+    _Atomic uint64_t answered;    /* the request whose reply was made last (maybe not yet committed) */
     uint32_t last_op;             /* the command in flight, and its commit id, */
     uint64_t last_commit;         /* to issue again after EAGAIN/EINTR */
     struct ring_entry *next_handed;
@@ -293,7 +293,7 @@ static void process_request(struct cfusetap_ring *ring, struct ring_entry *e, ch
     cfusetap_observe_request(ring->devfd, start, len);
     uint64_t unique = __atomic_load_n(&e->commit_id, __ATOMIC_ACQUIRE);
     ring->process(ring->context, start, len);
-    if (take_pending_interrupt(ring, unique) && !atomic_load_explicit(&e->answered, memory_order_acquire)
+    if (take_pending_interrupt(ring, unique) && atomic_load_explicit(&e->answered, memory_order_acquire) != unique
         && __atomic_load_n(&e->commit_id, __ATOMIC_ACQUIRE) == unique) {
         /* Interrupted before libfuse knew the request; it waits now (parked): interrupt it. */
         char interrupt[IN_HEADER + 8];
@@ -408,7 +408,6 @@ static void serve(struct ring_queue *q, struct ring_entry *e)
     uint32_t len;
     memcpy(&len, e->header->in_out, sizeof len);
     uint32_t payload = e->header->ent.payload_sz;
-    atomic_store_explicit(&e->answered, 0, memory_order_relaxed);
     __atomic_store_n(&e->commit_id, e->header->ent.commit_id, __ATOMIC_RELEASE);
     q->held++;
     serving = e;
@@ -442,7 +441,7 @@ static void wake(struct ring_queue *q)
 static void commit(struct ring_entry *e)
 {
     struct ring_queue *q = e->queue;
-    atomic_store_explicit(&e->answered, 1, memory_order_release);
+    atomic_store_explicit(&e->answered, e->commit_id, memory_order_release);
     if (serving && serving->queue == q) {
         prepare_command(q, e, CMD_COMMIT_AND_FETCH);
         return;
@@ -886,7 +885,7 @@ int cfusetap_ring_serving(struct cfusetap_ring *ring)
 int cfusetap_ring_taken(struct cfusetap_ring *ring)
 {
     pthread_mutex_lock(&ring->lock);
-    int taken = ring->state != DECLINED && !ring->gave_up;
+    int taken = ring->state == SERVING && !ring->gave_up;
     pthread_mutex_unlock(&ring->lock);
     return taken;
 }

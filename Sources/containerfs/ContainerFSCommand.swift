@@ -47,10 +47,11 @@ struct ContainerFSCommand: ParsableCommand {
         var positional: [String] = []
         var rest = arguments[...]
         while let argument = rest.popFirst() {
+            if argument == "--" { positional += rest; break }
             if argument == "-o" || argument == "--ready-fd" { _ = rest.popFirst() }
             else if !argument.hasPrefix("-") { positional.append(argument) }
         }
-        guard let first = arguments.first, !first.hasPrefix("-"), positional.count >= 2, !first.contains("/") else { return }
+        guard let first = positional.first, positional.count >= 2, !first.contains("/") else { return }
         let all = configuration.subcommands.map { ($0.configuration.commandName, $0.configuration.shouldDisplay) }
         guard first != "help", !all.contains(where: { $0.0 == first }) else { return }
         // Last: a stat of the working directory's entry, which may be on a hung mount.

@@ -8,6 +8,7 @@ public enum MountTable {
         public let source: String
         /// "major:minor" of the mount's connection: tells it from a later mount at the same place.
         public let device: String
+        public let type: String
     }
 
     /// The `fuse.containerfs` mount at `path`, if any.
@@ -15,25 +16,27 @@ public enum MountTable {
         entries().last { $0.mountPoint == path }
     }
 
-    /// The topmost FUSE mount of any subtype (`-o subtype=NAME` makes it `fuse.NAME`) at
-    /// `path`, if any.
+    /// The topmost mount at `path` if it is a FUSE mount of any subtype (`-o subtype=NAME`
+    /// makes it `fuse.NAME`); nil if there is none, or something else is mounted over it.
     public static func fuseEntry(at path: String) -> Entry? {
-        (read(anyFUSE: true) ?? []).last { $0.mountPoint == path }
+        guard let top = (read(anyType: true) ?? []).last(where: { $0.mountPoint == path }),
+              top.type == "fuse" || top.type.hasPrefix("fuse.") else { return nil }
+        return top
     }
 
     /// Every `fuse.containerfs` mount; empty when mountinfo cannot be read.
     public static func entries() -> [Entry] { read() ?? [] }
 
     /// Every `fuse.containerfs` mount, or nil when mountinfo cannot be read.
-    public static func read(anyFUSE: Bool = false) -> [Entry]? {
+    public static func read(anyType: Bool = false) -> [Entry]? {
         guard let text = try? String(contentsOfFile: "/proc/self/mountinfo", encoding: .utf8) else { return nil }
         return text.split(separator: "\n").compactMap { line in
             let halves = line.components(separatedBy: " - ")
             guard halves.count == 2 else { return nil }
             let left = halves[0].split(separator: " "), right = halves[1].split(separator: " ")
-            guard left.count >= 5, right.count >= 2,
-                  right[0] == "fuse.containerfs" || (anyFUSE && (right[0] == "fuse" || right[0].hasPrefix("fuse."))) else { return nil }
-            return Entry(mountPoint: unescape(String(left[4])), source: unescape(String(right[1])), device: String(left[2]))
+            guard left.count >= 5, right.count >= 2, anyType || right[0] == "fuse.containerfs" else { return nil }
+            return Entry(mountPoint: unescape(String(left[4])), source: unescape(String(right[1])),
+                         device: String(left[2]), type: String(right[0]))
         }
     }
 

@@ -105,9 +105,10 @@ struct MountCommand: ParsableCommand {
             // With io_uring, fusermount3's auto_unmount misses a killed daemon (DESIGN.md 31).
             var unmountWatcher: Int32?
             if options.uring && options.fuse.contains("auto_unmount") {
-                unmountWatcher = Daemon.startUnmountWatcher(mountPoint: mountPoint.string)
-                if unmountWatcher == nil {
-                    Logger(label: "containerfs.mount").warning("\(mountPoint): -o uring,auto_unmount: cannot start the unmount watcher (\(Errno(rawValue: errno))); a killed daemon's mount may stay")
+                do {
+                    unmountWatcher = try Daemon.startUnmountWatcher(mountPoint: mountPoint.string)
+                } catch {
+                    Logger(label: "containerfs.mount").warning("\(mountPoint): -o uring,auto_unmount: cannot start the unmount watcher (\(error)); a killed daemon's mount may stay")
                 }
             }
             let notifier = session.makeNotifier()

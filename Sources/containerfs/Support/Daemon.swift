@@ -45,13 +45,16 @@ enum Daemon {
     /// In the daemon, once mounted with `-o uring,auto_unmount`: starts
     /// `_unmount-when-gone` (which see) beside it, its descriptor 3 the read end of a pipe
     /// whose write end this process keeps, unseen by anything it starts later, until it
-    /// exits. Nil (and nothing started) if the pipe or the spawn fails.
-    static func startUnmountWatcher(mountPoint: String) -> Int32? {
+    /// exits. Throws (nothing started) if the pipe or the spawn fails.
+    static func startUnmountWatcher(mountPoint: String) throws -> Int32 {
         var pipeFDs: [Int32] = [0, 0]
-        guard clinux_pipe_cloexec(&pipeFDs) == 0 else { return nil }
+        guard clinux_pipe_cloexec(&pipeFDs) == 0 else { throw CommandFailure("pipe: \(Errno(rawValue: errno))") }
         let pid = spawnSelf(["_unmount-when-gone", mountPoint], stderr: 2, fd3: pipeFDs[0])
         close(pipeFDs[0])
-        guard pid > 0 else { close(pipeFDs[1]); return nil }
+        guard pid > 0 else {
+            close(pipeFDs[1])
+            throw CommandFailure("spawn: \(Errno(rawValue: -pid))")
+        }
         return pipeFDs[1]
     }
 
