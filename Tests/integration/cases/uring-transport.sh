@@ -164,24 +164,32 @@ def wait_for(name):
             ptrace(DETACH)
             sys.exit(f"no {name} in 60 s")
         time.sleep(0.01)
+def syscall_stop():                    # the next system-call stop: (entry?, number or result)
+    while True:
+        ptrace(SYSCALL)
+        _, status = os.waitpid(tid, WALL)
+        if os.WIFSTOPPED(status) and os.WSTOPSIG(status) == (signal.SIGTRAP | 0x80):
+            libc.ptrace(GET_SYSCALL_INFO, tid, ctypes.c_void_p(88), info)
+            return info.raw[0] == 1, struct.unpack_from("<q", info.raw, 24)[0]
+info = ctypes.create_string_buffer(88)
 ptrace(SEIZE, TRACESYSGOOD)
 ptrace(INTERRUPT)
 os.waitpid(tid, WALL)
+# Held where it is about to wait for requests again, with every completion it had taken:
+# whatever it was doing (an interrupted wait may return without a stop of its own) is done.
+while syscall_stop() != (True, IO_URING_ENTER):
+    pass
 open(f"{flag}.stopped", "w").close()
 wait_for("asked")                      # the open on CPU 0 waits in the kernel
-info = ctypes.create_string_buffer(88)
-last = None
-while True:                            # to the end of the next io_uring_enter: the request is in
-    ptrace(SYSCALL)
-    _, status = os.waitpid(tid, WALL)
-    if not os.WIFSTOPPED(status) or os.WSTOPSIG(status) != (signal.SIGTRAP | 0x80):
-        continue
-    libc.ptrace(GET_SYSCALL_INFO, tid, ctypes.c_void_p(88), info)
-    op, value = info.raw[0], struct.unpack_from("<q", info.raw, 24)[0]
-    if op == 1:
-        last = value
-    elif op == 2 and last == IO_URING_ENTER and value >= 0:
+# Let that io_uring_enter run: the kernel puts the request into an entry as it does, and
+# the thread is held again where the call returns, before it reads the completion.
+while True:
+    entry, value = syscall_stop()
+    if not entry and value >= 0:
         break
+    if not entry:                      # interrupted: to the next io_uring_enter's entry
+        while syscall_stop() != (True, IO_URING_ENTER):
+            pass
 open(f"{flag}.held", "w").close()
 wait_for("go")
 ptrace(DETACH)
@@ -201,7 +209,7 @@ print(errno.errorcode[ctypes.get_errno()] if fd < 0 else "opened")
     _CFS_PIDS+=($early)
     _wait_for 10 _parked "$early" || _fail "the open on CPU 0 is not waiting for the kernel's answer"
     touch "$TEST_TMP/ring0.asked"
-    _wait_for 10 eval '[[ -e $TEST_TMP/ring0.held ]] || ! _pid_running $holder' || _fail "cfs-ring-0 did not return from io_uring_enter in 10 s"
+    _wait_for 10 eval '[[ -e $TEST_TMP/ring0.held ]] || ! _pid_running $holder' || _fail "cfs-ring-0 did not return from io_uring_enter in 10 s: $(cat "$TEST_TMP/ring0.out")"
     [[ -e $TEST_TMP/ring0.held ]] || _fail "ptrace holder: $(cat "$TEST_TMP/ring0.out")"
     kill -INT "$early"
     # Lookups from CPU 1 over a second: whichever comes after the kernel's INTERRUPT has
