@@ -116,15 +116,20 @@ _wait_for 20 _all_parked "${pids[@]}" || _fail "not all 40 readers are waiting i
 _assert_output "other" timeout 5 taskset -c 0 cat "$D/other"
 _assert_output "6" timeout 5 taskset -c 0 fsop stat "$D/other" size
 _ok "41 requests parked on CPU 0's queue; that CPU's other requests are answered"
-# One more interrupted while it waits: EINTR from the ring as from /dev/fuse (open(2) by
-# libc: Python's os.open would retry).
-env --default-signal=INT taskset -c 0 "$PY" -c '
+# One more interrupted while it waits: EINTR from the ring as from /dev/fuse.
+# open_on_cpu0 PATH: open(2) by libc on CPU 0 (Python's os.open would retry on EINTR), SIGINT
+# caught; prints the errno's name, or "opened". Only in the background (`&`): it execs, so
+# that $! is the caller itself.
+open_on_cpu0() {
+    exec env --default-signal=INT taskset -c 0 "$PY" -c '
 import ctypes, errno, os, signal, sys
 libc = ctypes.CDLL(None, use_errno=True)
 signal.signal(signal.SIGINT, lambda *a: None)
 fd = libc.open(os.fsencode(sys.argv[1]), os.O_RDONLY)
 print(errno.errorcode[ctypes.get_errno()] if fd < 0 else "opened")
-' "$D/claimed" >"$TEST_TMP/intr.out" 2>&1 &
+' "$1"
+}
+open_on_cpu0 "$D/claimed" >"$TEST_TMP/intr.out" 2>&1 &
 intr=$!
 _CFS_PIDS+=($intr)
 _wait_parked "$intr" "an open to interrupt"
@@ -198,13 +203,7 @@ PY
     _CFS_PIDS+=($holder)
     _wait_for 10 eval '[[ -e $TEST_TMP/ring0.stopped ]] || ! _pid_running $holder' || _fail "cfs-ring-0 not stopped after 10 s"
     [[ -e $TEST_TMP/ring0.stopped ]] || _fail "could not stop cfs-ring-0: $(cat "$TEST_TMP/ring0.out")"
-    env --default-signal=INT taskset -c 0 "$PY" -c '
-import ctypes, errno, os, signal, sys
-libc = ctypes.CDLL(None, use_errno=True)
-signal.signal(signal.SIGINT, lambda *a: None)
-fd = libc.open(os.fsencode(sys.argv[1]), os.O_RDONLY)
-print(errno.errorcode[ctypes.get_errno()] if fd < 0 else "opened")
-' "$D/claimed" >"$TEST_TMP/early.out" 2>&1 &
+    open_on_cpu0 "$D/claimed" >"$TEST_TMP/early.out" 2>&1 &
     early=$!
     _CFS_PIDS+=($early)
     _wait_for 10 _parked "$early" || _fail "the open on CPU 0 is not waiting for the kernel's answer"
