@@ -22,10 +22,7 @@ _users
 _assert_exit 1 "$CONTAINERFS" mount "$TEST_STORE" "$TEST_MNT" -o passthrough,writeback
 [[ $_OUT == *"-o passthrough,writeback: choose one"* ]] || _fail "unclear refusal: $_OUT"
 fs_mount -o passthrough
-C=$(_mkcontainer com.example.passthrough)
-chmod 755 "$C"
-D=$C/Documents
-chmod 777 "$D"
+D=$(_open_documents com.example.passthrough)
 SD=$TEST_STORE/containers/com.example.passthrough/Documents
 
 # MARK: data never reaches the daemon

@@ -55,10 +55,7 @@ _wait_for 10 eval '! watcher' || _fail "the unmount watcher still runs 10 s afte
 _ok "-o uring,auto_unmount: a killed daemon's mount went away ($(grep -c "its mount was detached (auto_unmount)" "$TEST_TMP/daemon.$_CFS_N.log") detached by the watcher, the rest by fusermount3)"
 
 fs_mount -o uring
-C=$(_mkcontainer com.example.uring)
-chmod 755 "$C"
-D=$C/Documents
-chmod 777 "$D"
+D=$(_open_documents com.example.uring)
 SD=$TEST_STORE/containers/com.example.uring/Documents
 head -c 4M /dev/urandom >"$TEST_TMP/src"
 

@@ -9,10 +9,7 @@
 . "$(dirname "$0")/../lib/fusetrace.sh"
 _users
 fs_mount
-C=$(_mkcontainer com.example.killpriv)
-chmod 755 "$C"
-D=$C/Documents
-chmod 777 "$D"
+D=$(_open_documents com.example.killpriv)
 
 write_200() {   # write_200 FILE: one open, 200 pwrites of 4 KiB
     "$PY" - "$1" <<'EOF'

@@ -303,6 +303,16 @@ _mkcontainer() {
     echo "$mnt/containers/$id"
 }
 
+# _open_documents ID: creates container ID through the mount and prints the path of its
+# Documents directory, opened to every user (container 755, Documents 777), for cases whose
+# other users write there.
+_open_documents() {
+    local c
+    c=$(_mkcontainer "$1") || return 1
+    chmod 755 "$c" && chmod 777 "$c/Documents" || _fail "cannot open $c/Documents to every user"
+    echo "$c/Documents"
+}
+
 # _bundle_name ID: the bundle directory's name: the last label, capitalised, + .app.
 _bundle_name() {
     local last=${1##*.}
