@@ -65,8 +65,10 @@ enum {
      * submission ring is never full, so nothing is submitted while a handler runs. */
     SQ_SIZE = 2048,
     CQ_SIZE = 4096,
+    OP_FORGET = 2,
     OP_INIT = 26,
     OP_INTERRUPT = 36,
+    OP_BATCH_FORGET = 42,
     PENDING_INTERRUPTS = 64,
     /* Requests that wait on the disk, served off the queue's thread (the slow lane). */
     OP_FSYNC = 20,
@@ -137,7 +139,6 @@ struct cfusetap_ring {
     pthread_mutex_t lock;
     pthread_cond_t changed;
     int state;
-    int gave_up;                  /* a queue could register nothing: the kernel dropped the ring */
     _Atomic uint64_t requests;
     _Atomic uint64_t strays;      /* requests read from /dev/fuse once the ring served one */
     _Atomic uint64_t unringed;    /* ... and before it did (but INIT) */
@@ -575,7 +576,7 @@ void cfusetap_ring_channel_request(int devfd, const char *buf, size_t n)
     if (n < IN_HEADER) return;
     uint32_t opcode;
     memcpy(&opcode, buf + 4, sizeof opcode);
-    if (opcode == 2 || opcode == OP_INTERRUPT || opcode == 42 || opcode == OP_INIT) return;
+    if (opcode == OP_FORGET || opcode == OP_INTERRUPT || opcode == OP_BATCH_FORGET || opcode == OP_INIT) return;
     pthread_mutex_lock(&registry_lock);
     struct cfusetap_ring *r = ring_of_locked(devfd);
     if (r) {
@@ -692,7 +693,7 @@ static void *queue_main(void *arg)
         submit_command(q, &none, CMD_REGISTER, 0, UINT16_MAX);
         (void)syscall(__NR_io_uring_enter, q->fd, q->unsubmitted, 1, IORING_ENTER_GETEVENTS, NULL, 0);
         pthread_mutex_lock(&ring->lock);
-        ring->gave_up = 1;
+        if (ring->state == SERVING) ring->state = DECLINED;   /* the kernel dropped the ring */
         pthread_mutex_unlock(&ring->lock);
         unregister(ring);
         return NULL;
@@ -882,13 +883,7 @@ int cfusetap_ring_serving(struct cfusetap_ring *ring)
     return ring_state(ring) == SERVING && atomic_load_explicit(&ring->requests, memory_order_relaxed) > 0;
 }
 
-int cfusetap_ring_taken(struct cfusetap_ring *ring)
-{
-    pthread_mutex_lock(&ring->lock);
-    int taken = ring->state == SERVING && !ring->gave_up;
-    pthread_mutex_unlock(&ring->lock);
-    return taken;
-}
+int cfusetap_ring_taken(struct cfusetap_ring *ring) { return ring_state(ring) == SERVING; }
 
 uint64_t cfusetap_ring_requests(struct cfusetap_ring *ring)
 {

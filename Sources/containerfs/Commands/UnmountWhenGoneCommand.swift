@@ -18,6 +18,10 @@ struct UnmountWhenGoneCommand: ParsableCommand {
     @Argument var mountPoint: String
 
     func run() throws {
+        try failing(watch)
+    }
+
+    private func watch() throws {
         var st = stat()
         guard fstat(3, &st) == 0, (st.st_mode & S_IFMT) == S_IFIFO else {
             throw CommandFailure("\(mountPoint): _unmount-when-gone is started by the daemon, with its pipe as descriptor 3")
@@ -40,12 +44,10 @@ struct UnmountWhenGoneCommand: ParsableCommand {
             if n < 0 && errno != EINTR { throw CommandFailure("\(canonical): reading the daemon's pipe: \(Errno(rawValue: errno))") }
         }
         guard let still = MountTable.fuseEntry(at: canonical), still.device == mounted.device else { return }
-        let mountPoint = canonical
-        let status = (try? Subprocess.run(["fusermount3", "-u", "-z", mountPoint])) ?? -1
-        if status != 0 && umount2(mountPoint, Int32(MNT_DETACH)) != 0 {
-            FileHandleOutput.write(2, "containerfs: \(mountPoint): the daemon is gone and its mount could not be detached: \(String(cString: strerror(errno)))\n")
-            throw ExitCode.failure
+        let status = (try? Subprocess.run(["fusermount3", "-u", "-z", canonical])) ?? -1
+        if status != 0 && umount2(canonical, Int32(MNT_DETACH)) != 0 {
+            throw CommandFailure("\(canonical): the daemon is gone and its mount could not be detached: \(Errno(rawValue: errno))")
         }
-        FileHandleOutput.write(2, "containerfs: \(mountPoint): the daemon is gone; its mount was detached (auto_unmount)\n")
+        FileHandleOutput.standardError("containerfs: \(canonical): the daemon is gone; its mount was detached (auto_unmount)\n")
     }
 }
