@@ -1,8 +1,10 @@
 #define _GNU_SOURCE
 #include "CFuseTap.h"
+#include "lane.h"
 #include "ring.h"
 
 #include <errno.h>
+#include <stddef.h>
 #include <linux/io_uring.h>
 #include <poll.h>
 #include <pthread.h>
@@ -70,12 +72,6 @@ enum {
     OP_INTERRUPT = 36,
     OP_BATCH_FORGET = 42,
     PENDING_INTERRUPTS = 64,
-    /* Requests that wait on the disk, served off the queue's thread (the slow lane). */
-    OP_FSYNC = 20,
-    OP_FSYNCDIR = 30,
-    OP_FALLOCATE = 43,
-    OP_COPY_FILE_RANGE = 47,
-    SLOW_WORKERS = 2,     /* per queue */
 };
 
 /* MARK: one queue per CPU, one thread per queue */
@@ -92,9 +88,9 @@ struct ring_entry {
     struct ring_entry *next_handed;
     int dead;
     /* in the slow lane: the request laid out, waiting for a worker */
+    struct lane_item slow;
     char *request;
     uint32_t length;
-    struct ring_entry *next_slow;
 };
 
 struct ring_queue {
@@ -119,13 +115,7 @@ struct ring_queue {
     struct ring_entry *handed;
     struct ring_entry **entries;  /* MAX_ENTRIES slots, `count` of them made */
     _Atomic unsigned count;
-    /* The slow lane (see hand_to_slow_lane), under slow_lock. */
-    pthread_mutex_t slow_lock;
-    pthread_cond_t slow_ready;
-    struct ring_entry *slow_head, *slow_tail;
-    unsigned slow_queued, slow_idle, slow_started;
-    int slow_stop;
-    pthread_t slow_threads[SLOW_WORKERS];
+    struct lane slow;             /* see "the slow lane" */
 };
 
 enum { WAITING, SERVING, DECLINED, STOPPING };
@@ -314,89 +304,15 @@ static void process_request(struct cfusetap_ring *ring, struct ring_entry *e, ch
  *
  * A queue serves its CPU's requests one after the other, so a request that waits on the
  * disk (an fsync: milliseconds) would hold back every other request made on that CPU. Such
- * requests go to the queue's workers instead, threads pinned to the same CPU: while a
+ * requests go to the queue's lane instead (lane.c), workers pinned to the same CPU: while a
  * worker sleeps on the disk the queue's thread goes on, and neither hand-over wakes
  * another processor. A reply reaches its queue as a parked request's does (handed over
- * through the eventfd). Workers start as needed, up to SLOW_WORKERS; more such requests
- * than that wait for one, never the queue. */
+ * through the eventfd). */
 
-static int is_slow(uint32_t opcode)
+static void run_slow(struct lane_item *item)
 {
-    return opcode == OP_FSYNC || opcode == OP_FSYNCDIR || opcode == OP_FALLOCATE || opcode == OP_COPY_FILE_RANGE;
-}
-
-/* A queue's thread or worker: named for ps, top and debuggers ("cfs-ring-N" serves queue N,
- * "cfs-slow-N" is its slow lane), deaf to signals (libfuse's own thread takes them), pinned. */
-static void settle_thread(const char *role, unsigned cpu)
-{
-    char name[16];
-    snprintf(name, sizeof name, "cfs-%s-%u", role, cpu);
-    pthread_setname_np(pthread_self(), name);
-    sigset_t all;
-    sigfillset(&all);
-    pthread_sigmask(SIG_BLOCK, &all, NULL);
-    cpu_set_t set;
-    CPU_ZERO(&set);
-    CPU_SET(cpu, &set);
-    (void)sched_setaffinity(0, sizeof set, &set);
-}
-
-static void *slow_main(void *arg)
-{
-    struct ring_queue *q = arg;
-    settle_thread("slow", q->qid);
-    pthread_mutex_lock(&q->slow_lock);
-    for (;;) {
-        while (!q->slow_head && !q->slow_stop) {
-            q->slow_idle++;
-            pthread_cond_wait(&q->slow_ready, &q->slow_lock);
-            q->slow_idle--;
-        }
-        if (q->slow_stop) break;
-        struct ring_entry *e = q->slow_head;
-        q->slow_head = e->next_slow;
-        if (!q->slow_head) q->slow_tail = NULL;
-        q->slow_queued--;
-        pthread_mutex_unlock(&q->slow_lock);
-        process_request(q->ring, e, e->request, e->length);
-        pthread_mutex_lock(&q->slow_lock);
-    }
-    pthread_mutex_unlock(&q->slow_lock);
-    return NULL;
-}
-
-/* 1 if a worker will process the request; 0 (process it here) if none can. */
-static int hand_to_slow_lane(struct ring_queue *q, struct ring_entry *e, char *start, uint32_t len)
-{
-    int taken = 0;
-    pthread_mutex_lock(&q->slow_lock);
-    if (q->slow_queued >= q->slow_idle && q->slow_started < SLOW_WORKERS && !q->slow_stop
-        && pthread_create(&q->slow_threads[q->slow_started], NULL, slow_main, q) == 0)
-        q->slow_started++;
-    if (q->slow_started > 0 && !q->slow_stop) {
-        e->request = start;
-        e->length = len;
-        e->next_slow = NULL;
-        if (q->slow_tail) q->slow_tail->next_slow = e; else q->slow_head = e;
-        q->slow_tail = e;
-        q->slow_queued++;
-        pthread_cond_signal(&q->slow_ready);
-        taken = 1;
-    }
-    pthread_mutex_unlock(&q->slow_lock);
-    return taken;
-}
-
-/* After the queue's thread: the workers finish the request in hand (an fsync under way is
- * waited for); queued ones are dropped with their entries, and their callers get an error
- * when the mount goes. */
-static void stop_slow_lane(struct ring_queue *q)
-{
-    pthread_mutex_lock(&q->slow_lock);
-    q->slow_stop = 1;
-    pthread_cond_broadcast(&q->slow_ready);
-    pthread_mutex_unlock(&q->slow_lock);
-    for (unsigned i = 0; i < q->slow_started; i++) pthread_join(q->slow_threads[i], NULL);
+    struct ring_entry *e = (struct ring_entry *)((char *)item - offsetof(struct ring_entry, slow));
+    process_request(e->queue->ring, e, e->request, e->length);
 }
 
 /* MARK: the queue's requests */
@@ -427,7 +343,10 @@ static void serve(struct ring_queue *q, struct ring_entry *e)
     atomic_fetch_add_explicit(&ring->requests, 1, memory_order_relaxed);
     uint32_t opcode;
     memcpy(&opcode, start + 4, sizeof opcode);
-    if (!is_slow(opcode) || !hand_to_slow_lane(q, e, start, len)) process_request(ring, e, start, len);
+    e->request = start;
+    e->length = len;
+    e->slow.run = run_slow;
+    if (!cfusetap_is_slow(opcode) || !lane_hand(&q->slow, &e->slow)) process_request(ring, e, start, len);
     serving = NULL;
 }
 
@@ -673,7 +592,7 @@ static void *queue_main(void *arg)
     struct cfusetap_ring *ring = q->ring;
     /* Requests of a process on CPU n come to queue n: served on that CPU, the caller
      * hands over to this thread without waking another (virtual) processor. */
-    settle_thread("ring", q->qid);
+    cfusetap_settle_thread("ring", q->qid);
 
     pthread_mutex_lock(&ring->lock);
     while (ring->state == WAITING) pthread_cond_wait(&ring->changed, &ring->lock);
@@ -740,7 +659,7 @@ static void *queue_main(void *arg)
 
 static void free_queue(struct ring_queue *q)
 {
-    stop_slow_lane(q);
+    lane_stop(&q->slow);
     if (q->fd >= 0) {
         munmap(q->sqes, q->sqes_size);
         munmap(q->rings, q->rings_size);
@@ -750,8 +669,7 @@ static void free_queue(struct ring_queue *q)
     unsigned count = atomic_load_explicit(&q->count, memory_order_relaxed);
     for (unsigned i = 0; q->entries && i < count; i++) free_entry(q->entries[i], q->ring->payload);
     free(q->entries);
-    pthread_cond_destroy(&q->slow_ready);
-    pthread_mutex_destroy(&q->slow_lock);
+    lane_destroy(&q->slow);
     pthread_mutex_destroy(&q->lock);
 }
 
@@ -800,8 +718,7 @@ struct cfusetap_ring *cfusetap_ring_new(unsigned depth, size_t payload, cfusetap
         q->fd = -1;
         q->eventfd = -1;
         pthread_mutex_init(&q->lock, NULL);
-        pthread_mutex_init(&q->slow_lock, NULL);
-        pthread_cond_init(&q->slow_ready, NULL);
+        lane_init(&q->slow, "slow", qid);
     }
     for (unsigned qid = 0; qid < ring->nqueues && !*error; qid++) {
         struct ring_queue *q = &ring->queues[qid];

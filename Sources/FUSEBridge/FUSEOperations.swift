@@ -5,7 +5,8 @@ import Glibc
 /// The `fuse_lowlevel_ops` table: one `@convention(c)` thunk per opcode. Thunks capture
 /// nothing; each recovers its bridge from the request's userdata (libfuse's `lo_data(req)`)
 /// and hands the request, wrapped in a `Reply`, to the matching Swift method. They run on
-/// libfuse's worker threads, so none of this may be actor-isolated.
+/// the transport's threads (per-CPU readers, ring queues, libfuse's workers), so none of
+/// this may be actor-isolated.
 ///
 /// Opcodes left out on purpose: `access` (the mount uses default_permissions, so the kernel
 /// checks), `getlk`/`setlk`/`flock` (without them the kernel keeps POSIX and BSD locks

@@ -16,17 +16,39 @@ public final class FUSESession {
         /// Options for libfuse and the kernel (`-o` list), already free of generic mount
         /// options such as `defaults` or `nofail`.
         public var mountOptions: [String]
-        public var workerThreads: Int
-        public var idleThreads: Int
+        /// libfuse's pool of workers (`-o threads=N`), or nil: one reader per CPU
+        /// (DESIGN.md 33). Beside a ring, a pool (this one or the default) serves what still
+        /// comes through `/dev/fuse`.
+        public var pool: Pool?
         /// FUSE over io_uring (`-o uring`, DESIGN.md 31), or `/dev/fuse` alone.
         public var ring: RingTransport?
 
-        public init(mountOptions: [String], workerThreads: Int = 8, idleThreads: Int = 4, ring: RingTransport? = nil) {
+        public init(mountOptions: [String], pool: Pool? = nil, ring: RingTransport? = nil) {
             self.mountOptions = mountOptions
-            self.workerThreads = workerThreads
-            self.idleThreads = idleThreads
+            self.pool = pool
             self.ring = ring
         }
+    }
+
+    /// libfuse's multi-threaded loop: up to `workers` threads, `idle` of them kept.
+    public struct Pool: Sendable {
+        public var workers: Int
+        public var idle: Int
+
+        public init(workers: Int = 8, idle: Int = Int(UInt32.max)) {
+            self.workers = workers
+            self.idle = idle
+        }
+    }
+
+    /// Hands a request, laid out as a read of `/dev/fuse` gives it, to libfuse (for the
+    /// transports that read requests themselves: the ring's queues, the per-CPU readers).
+    static let processRequest: cfusetap_ring_process = { context, request, length in
+        var buffer = fuse_buf()
+        buffer.size = length
+        buffer.mem = request
+        buffer.fd = -1
+        fuse_session_process_buf(OpaquePointer(context), &buffer)
     }
 
     public let bridge: FUSEBridge
@@ -100,13 +122,16 @@ public final class FUSESession {
         options.ring?.attach(channel: fuse_session_fd(se))
     }
 
-    /// Serves requests on libfuse's multi-threaded loop until unmount or a signal
-    /// (SIGINT, SIGTERM, SIGHUP end the loop; the mount is then removed cleanly).
+    /// Serves requests (one reader per CPU, libfuse's pool, or the ring beside that pool)
+    /// until unmount or a signal (SIGINT, SIGTERM, SIGHUP end the loop; the mount is then
+    /// removed cleanly).
     @discardableResult
     public func run(options: Options) -> CInt {
         guard let session else { return -1 }
         let rc = withExtendedLifetime(bridge) {
-            cfuse_session_loop_mt(session, UInt32(options.idleThreads), UInt32(options.workerThreads))
+            if options.ring == nil && options.pool == nil { return serveWithReaders(session) }
+            let pool = options.pool ?? Pool()
+            return cfuse_session_loop_mt(session, UInt32(clamping: pool.idle), UInt32(clamping: pool.workers))
         }
         // Unmounted (the queues saw ENOTCONN) or stopped by a signal: either way no queue
         // thread may call into the bridge once this returns.
@@ -119,6 +144,21 @@ public final class FUSESession {
         fuse_remove_signal_handlers(session)
         return rc
     }
+
+    /// One reader per CPU (DESIGN.md 33) until unmount or a signal; the log says what they
+    /// carried.
+    private func serveWithReaders(_ session: OpaquePointer) -> CInt {
+        let exited: cfusetap_exited = { context in fuse_session_exited(OpaquePointer(context)) }
+        var counts = cfusetap_readers_counts()
+        let rc = cfusetap_readers_serve(fuse_session_fd(session), FUSEBridge.maxWrite + Self.requestHeadroom,
+                                        Self.processRequest, exited, UnsafeMutableRawPointer(session), &counts)
+        bridgeLogger.info("\(mountPoint): \(counts.readers) per-CPU readers served \(counts.requests) requests; \(counts.idle_wakeups) wake-ups found the request taken")
+        if rc < 0 { bridgeLogger.error("\(mountPoint): reading /dev/fuse failed: \(String(cString: strerror(-rc)))") }
+        return rc
+    }
+
+    /// Room for a request's header and first argument beside its largest payload.
+    static let requestHeadroom = 4096
 
     /// The `/dev/fuse` descriptor, for the invalidation thread.
     public var fileDescriptor: CInt { session.map { fuse_session_fd($0) } ?? -1 }

@@ -30,14 +30,7 @@ public final class RingTransport: Sendable {
     /// Before the mount (nothing to undo if it fails): the queues' threads start and wait.
     func prepare(session: OpaquePointer, payload: Int) throws(FUSESession.Failure) {
         var error: CInt = 0
-        let process: cfusetap_ring_process = { context, request, length in
-            var buffer = fuse_buf()
-            buffer.size = length
-            buffer.mem = request
-            buffer.fd = -1
-            fuse_session_process_buf(OpaquePointer(context), &buffer)
-        }
-        guard let ring = cfusetap_ring_new(Self.depth, payload, process, UnsafeMutableRawPointer(session), &error) else {
+        guard let ring = cfusetap_ring_new(Self.depth, payload, FUSESession.processRequest, UnsafeMutableRawPointer(session), &error) else {
             throw FUSESession.Failure(description: "-o uring: cannot set up the io_uring queues (\(String(cString: strerror(error))))")
         }
         state.withLock { $0.ring = ring }

@@ -94,8 +94,9 @@ struct MountCommand: ParsableCommand {
                                     passthrough: options.passthrough)
             let session = FUSESession(bridge: bridge, mountPoint: mountPoint.string)
             let ring = options.uring ? RingTransport() : nil
-            let sessionOptions = FUSESession.Options(mountOptions: options.fuse, workerThreads: options.workerThreads,
-                                                     idleThreads: options.idleThreads, ring: ring)
+            let pool = options.workerThreads == nil && options.idleThreads == nil ? nil
+                : FUSESession.Pool(workers: options.workerThreads ?? 8, idle: options.idleThreads ?? Int(UInt32.max))
+            let sessionOptions = FUSESession.Options(mountOptions: options.fuse, pool: pool, ring: ring)
             // Everything that can fail comes before the mount: a failure after it would leave
             // a dead mount ("transport endpoint is not connected").
             let control = try ControlServer(path: Paths.controlSocket(store.path), logger: Logger(label: "containerfs.control"),

@@ -10,10 +10,12 @@ struct MountOptions {
     /// Long by default: the store watcher invalidates the kernel's caches on every change
     /// made behind the mount (DESIGN.md, decision 14).
     var timeouts = CacheTimeouts(attributes: 60, entries: 60, negative: 60)
-    var workerThreads = 8
+    /// `-o threads=N` (and `idle_threads=N`) serve with libfuse's pool of up to N workers
+    /// instead of one reader per CPU (DESIGN.md 33).
+    var workerThreads: Int?
     /// Idle workers kept: none are torn down (libfuse's own advice; bursts would otherwise
     /// create and destroy threads).
-    var idleThreads = Int(UInt32.max)
+    var idleThreads: Int?
     var allowOther: Bool?
     /// Coordination deadlines (reference coordination §8.7): content operations, namespace
     /// operations (which hold the kernel's directory locks while they wait), presenters.

@@ -12,6 +12,7 @@
 # once it had started, and how many interrupts were delivered again.
 . "$(dirname "$0")/../lib/common.sh"
 . "$(dirname "$0")/../lib/coordination.sh"
+. "$(dirname "$0")/../lib/transport.sh"
 _require_root
 SWITCH=/sys/module/fuse/parameters/enable_uring
 [[ -e $SWITCH ]] || _skip "kernel $(uname -r) has no FUSE over io_uring ($SWITCH missing)"
@@ -57,42 +58,12 @@ _ok "-o uring,auto_unmount: a killed daemon's mount went away ($(grep -c "its mo
 fs_mount -o uring
 D=$(_open_documents com.example.uring)
 SD=$TEST_STORE/containers/com.example.uring/Documents
-head -c 4M /dev/urandom >"$TEST_TMP/src"
 
 # MARK: every kind of request, from every CPU (each CPU has its own queue)
 ops=0
 for cpu in $(seq 0 $(($(nproc --all) - 1))); do
     taskset -c "$cpu" true 2>/dev/null || continue   # offline
-    W=$D/cpu$cpu
-    taskset -c "$cpu" mkdir "$W"
-    taskset -c "$cpu" cp "$TEST_TMP/src" "$W/big"
-    sync
-    echo 3 >/proc/sys/vm/drop_caches
-    _assert_ok taskset -c "$cpu" cmp "$W/big" "$TEST_TMP/src"
-    _assert_ok cmp "$SD/cpu$cpu/big" "$TEST_TMP/src"
-    _assert_output 2000 taskset -c "$cpu" "$PY" - "$W" <<'PY'
-import os, sys
-w = sys.argv[1]
-for i in range(2000):
-    with open(f"{w}/f{i}", "w") as f:
-        f.write(str(i))
-for i in range(0, 2000, 2):
-    os.rename(f"{w}/f{i}", f"{w}/g{i}")
-names = [n for n in os.listdir(w) if n != "big"]
-assert sorted(open(f"{w}/{n}").read() for n in names) == sorted(str(i) for i in range(2000))
-print(len(names))
-for n in names:
-    os.unlink(f"{w}/{n}")
-PY
-    _assert_output "big" taskset -c "$cpu" ls "$W"
-    # A set-user-ID file written by another user loses the bit (the write's kill flag
-    # reaches the daemon through the ring too).
-    echo data >"$W/suid"
-    chmod 4777 "$W/suid"
-    _assert_ok _as_user "$U1" taskset -c "$cpu" sh -c "echo more >>'$W/suid'"
-    _assert_output "777" stat -c %a "$SD/cpu$cpu/suid"
-    ops=$((ops + 2000 * 3 + 1000 + 64))
-    _ok "cpu $cpu: 4 MiB read back cold, 2,000 names made, renamed, listed and removed, set-ID cleared"
+    _exercise_from_cpu "$cpu" "$D" "$SD"
 done
 
 # MARK: parked requests answered from another thread, and never stopping a queue
@@ -237,55 +208,8 @@ done
 _ok "all parked readers answered after the claim, one interrupted with EINTR"
 ops=$((ops + 45))
 
-# MARK: an fsync does not hold up its CPU's queue
-# 256 MiB written through the mount are still dirty in the store when the writer fsyncs
-# them: the daemon's fsync waits on the disk. A second process on the same CPU watches the
-# writer, and the moment it waits in the daemon makes a lookup and a create: both are
-# answered (the queue handed the fsync to its slow lane) before the fsync returns.
-if [[ $(stat -f -c %T "$TEST_STORE") == tmpfs ]]; then
-    _ok "SKIP the fsync check: the store is on tmpfs, where an fsync waits on nothing"
-else   # (the block stays unindented: its heredocs end at the line's start)
-rm -f "$TEST_TMP/fsync.started"
-taskset -c 0 "$PY" - "$D/dirty" "$TEST_TMP/fsync.started" >"$TEST_TMP/fsync.out" 2>&1 <<'PY' &
-import os, sys, time
-fd = os.open(sys.argv[1], os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
-block = os.urandom(1 << 20)
-for _ in range(256):
-    os.write(fd, block)
-open(sys.argv[2], "w").close()
-start = time.monotonic()
-os.fsync(fd)
-print(start, time.monotonic())
-PY
-writer=$!
-_CFS_PIDS+=($writer)
-_assert_ok timeout 60 taskset -c 0 "$PY" - "$D" "$writer" "$TEST_TMP/fsync.started" "$TEST_TMP/other.out" <<'PY'
-import os, sys, time
-d, writer, started, out = sys.argv[1:]
-def parked():
-    try:
-        return open(f"/proc/{writer}/wchan").read() == "request_wait_answer"
-    except FileNotFoundError:
-        sys.exit("the writer ended before its fsync was seen waiting in the daemon")
-while not (os.path.exists(started) and parked()):
-    time.sleep(0.001)
-try:
-    os.stat(f"{d}/never-made")
-except FileNotFoundError:
-    pass
-open(f"{d}/made-meanwhile", "w").close()
-open(out, "w").write(f"{time.monotonic()}\n")
-PY
-wait "$writer" || _fail "the writer failed: $(cat "$TEST_TMP/fsync.out")"
-read -r began ended <"$TEST_TMP/fsync.out"
-other=$(cat "$TEST_TMP/other.out")
-"$PY" -c 'import sys; sys.exit(0 if float(sys.argv[1]) < float(sys.argv[2]) else 1)' "$other" "$ended" ||
-    _fail "the lookup and create on CPU 0 were answered only after the fsync returned (fsync $began-$ended, other done $other)"
-_assert_ok cmp -n $((256 << 20)) "$D/dirty" "$SD/dirty"
-rm -f "$D/dirty" "$D/made-meanwhile"
-_ok "a lookup and a create on CPU 0 answered during an fsync of $("$PY" -c 'import sys; print(round(float(sys.argv[2]) - float(sys.argv[1]), 3))' "$began" "$ended") s"
-ops=$((ops + 260))
-fi
+# MARK: an fsync does not hold up its CPU's queue (the queue hands it to its slow lane)
+_fsync_meanwhile "$D" "$SD" "CPU 0's io_uring queue"
 
 # MARK: what went through the ring
 fs_umount

@@ -151,6 +151,7 @@ _assert_missing() {
 declare -A _CFS_PID=()   # mount point -> pid of the foreground daemon fs_mount started
 _CFS_PIDS=()
 _CFS_N=0
+_CFS_WRAP=()
 
 # _mount_fstype MNT: the type of the topmost mount exactly at MNT ("" if none).
 _mount_fstype() {
@@ -212,7 +213,8 @@ fs_mount_at() {
     local log="$TEST_TMP/daemon.$_CFS_N.log"
     # A daemon started from a terminal has SIGINT and SIGQUIT at their defaults; a script's
     # `&` would have them ignored, and libfuse leaves ignored signals alone.
-    env --default-signal=INT,QUIT "$CONTAINERFS" mount "$store" "$mnt" -f "$@" >"$log" 2>&1 &
+    # _CFS_WRAP: a command the daemon runs under (e.g. `taskset -c 0`), if any.
+    env --default-signal=INT,QUIT "${_CFS_WRAP[@]}" "$CONTAINERFS" mount "$store" "$mnt" -f "$@" >"$log" 2>&1 &
     local pid=$! i rc
     _CFS_PID[$mnt]=$pid
     _CFS_PIDS+=("$pid")

@@ -1,0 +1,93 @@
+#define _GNU_SOURCE
+#include "lane.h"
+
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+
+enum { OP_FSYNC = 20, OP_FSYNCDIR = 30, OP_FALLOCATE = 43, OP_COPY_FILE_RANGE = 47 };
+
+int cfusetap_is_slow(uint32_t opcode)
+{
+    return opcode == OP_FSYNC || opcode == OP_FSYNCDIR || opcode == OP_FALLOCATE || opcode == OP_COPY_FILE_RANGE;
+}
+
+void cfusetap_settle_thread(const char *role, unsigned cpu)
+{
+    char name[16];
+    snprintf(name, sizeof name, "cfs-%s-%u", role, cpu);
+    pthread_setname_np(pthread_self(), name);
+    sigset_t all;
+    sigfillset(&all);
+    pthread_sigmask(SIG_BLOCK, &all, NULL);
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    CPU_SET(cpu, &set);
+    (void)sched_setaffinity(0, sizeof set, &set);
+}
+
+void lane_init(struct lane *lane, const char *role, unsigned cpu)
+{
+    *lane = (struct lane){ .role = role, .cpu = cpu };
+    pthread_mutex_init(&lane->lock, NULL);
+    pthread_cond_init(&lane->ready, NULL);
+}
+
+static void *worker_main(void *arg)
+{
+    struct lane *lane = arg;
+    cfusetap_settle_thread(lane->role, lane->cpu);
+    pthread_mutex_lock(&lane->lock);
+    for (;;) {
+        while (!lane->head && !lane->stop) {
+            lane->idle++;
+            pthread_cond_wait(&lane->ready, &lane->lock);
+            lane->idle--;
+        }
+        if (lane->stop) break;
+        struct lane_item *item = lane->head;
+        lane->head = item->next;
+        if (!lane->head) lane->tail = NULL;
+        lane->queued--;
+        pthread_mutex_unlock(&lane->lock);
+        item->run(item);
+        pthread_mutex_lock(&lane->lock);
+    }
+    pthread_mutex_unlock(&lane->lock);
+    return NULL;
+}
+
+int lane_hand(struct lane *lane, struct lane_item *item)
+{
+    int taken = 0;
+    pthread_mutex_lock(&lane->lock);
+    if (lane->queued >= lane->idle && lane->started < LANE_WORKERS && !lane->stop
+        && pthread_create(&lane->threads[lane->started], NULL, worker_main, lane) == 0)
+        lane->started++;
+    if (lane->started > 0 && !lane->stop) {
+        item->next = NULL;
+        if (lane->tail) lane->tail->next = item; else lane->head = item;
+        lane->tail = item;
+        lane->queued++;
+        pthread_cond_signal(&lane->ready);
+        taken = 1;
+    }
+    pthread_mutex_unlock(&lane->lock);
+    return taken;
+}
+
+void lane_stop(struct lane *lane)
+{
+    pthread_mutex_lock(&lane->lock);
+    lane->stop = 1;
+    pthread_cond_broadcast(&lane->ready);
+    pthread_mutex_unlock(&lane->lock);
+    for (unsigned i = 0; i < lane->started; i++) pthread_join(lane->threads[i], NULL);
+    lane->started = 0;
+}
+
+void lane_destroy(struct lane *lane)
+{
+    pthread_cond_destroy(&lane->ready);
+    pthread_mutex_destroy(&lane->lock);
+}

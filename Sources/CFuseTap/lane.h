@@ -1,0 +1,44 @@
+/* The slow lane: workers for requests that wait on the disk, shared by the io_uring queues
+ * (ring.c) and the per-CPU readers (readers.c); not for Swift. */
+#ifndef CFUSETAP_LANE_H
+#define CFUSETAP_LANE_H
+
+#include <pthread.h>
+#include <stdint.h>
+
+/* Requests that wait on the disk (milliseconds): served off the thread that took them, so
+ * that it goes on with its CPU's other requests meanwhile. */
+int cfusetap_is_slow(uint32_t opcode);
+
+/* A request waiting for a worker; `run` processes it (and may free the item). */
+struct lane_item {
+    struct lane_item *next;
+    void (*run)(struct lane_item *item);
+};
+
+enum { LANE_WORKERS = 2 };
+
+struct lane {
+    const char *role;             /* thread names: cfs-ROLE-CPU */
+    unsigned cpu;                 /* workers are pinned to it */
+    pthread_mutex_t lock;
+    pthread_cond_t ready;
+    struct lane_item *head, *tail;
+    unsigned queued, idle, started;
+    int stop;
+    pthread_t threads[LANE_WORKERS];
+};
+
+void lane_init(struct lane *lane, const char *role, unsigned cpu);
+/* 1 if a worker will run the item (started now if none is idle, up to LANE_WORKERS); 0 if
+ * none can: run it on the calling thread. */
+int lane_hand(struct lane *lane, struct lane_item *item);
+/* The workers finish the item in hand and end; queued items are dropped (not run). */
+void lane_stop(struct lane *lane);
+void lane_destroy(struct lane *lane);
+
+/* Names the calling thread "cfs-ROLE-CPU" (ps, top, debuggers), blocks every signal (libfuse's
+ * own thread takes them) and pins it to `cpu`. */
+void cfusetap_settle_thread(const char *role, unsigned cpu);
+
+#endif

@@ -1,0 +1,243 @@
+#define _GNU_SOURCE
+#include "CFuseTap.h"
+#include "lane.h"
+#include "ring.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <time.h>
+#include <unistd.h>
+
+/* One reader of /dev/fuse per CPU (DESIGN.md 33).
+ *
+ * libfuse's loop keeps workers blocked in read(2) of /dev/fuse, and the kernel wakes the
+ * one that has waited longest, on whichever CPU it last ran: the caller's request wakes an
+ * idle (on a virtual machine: halted) processor, and the reply wakes the caller's processor
+ * back. Here every CPU has one reader, pinned to it, that waits in poll(2). Poll waiters are
+ * all woken by a new request, and the one on the caller's own CPU is woken without an
+ * interrupt to another processor: it runs as soon as the caller sleeps for the answer,
+ * reads the request (the descriptor is non-blocking), serves it and wakes the caller on the
+ * same CPU. The others find nothing (EAGAIN); a reader that was woken for nothing pauses
+ * before it polls again (1 ms, doubled for each further such wake-up up to 16 ms, and
+ * forgotten once it serves a request), so that a run of requests from one CPU does not wake
+ * the other CPUs for each of them; a request made meanwhile on a pausing reader's CPU is
+ * served by another CPU's reader, or by its own once the pause is over.
+ *
+ * Requests that wait on the disk (FSYNC and kin) go to the reader's slow lane (lane.c), so
+ * that the reader goes on with its CPU's other requests. Every other request runs on the
+ * reader that took it, so at most one request per CPU runs at a time outside the lanes; a
+ * request that waits for a coordinated claim does not hold its reader (it is parked). */
+
+enum {
+    PAUSE_NS = 1000000,       /* after a wake-up for nothing; doubled up to PAUSE_NS << MAX_DOUBLINGS */
+    MAX_DOUBLINGS = 4,
+    STOP_CHECK_MS = 100,      /* how often the serving thread looks whether a signal ended the session */
+};
+
+struct reader {
+    struct cfusetap_readers *all;
+    unsigned cpu;
+    pthread_t thread;
+    int started;
+    struct lane slow;
+};
+
+struct cfusetap_readers {
+    int devfd;
+    int stopfd;               /* readable once the readers are to stop */
+    size_t size;
+    cfusetap_ring_process process;
+    cfusetap_exited exited;
+    void *context;
+    unsigned count;
+    struct reader *readers;
+    _Atomic int stopping;
+    _Atomic int error;        /* the errno that ended the session, 0 for the kernel's end */
+    _Atomic uint64_t requests, idle_wakeups;
+};
+
+/* A slow request, copied out of the reader's buffer (it has no payload to speak of). */
+struct slow_request {
+    struct lane_item item;
+    struct cfusetap_readers *all;
+    size_t length;
+    char bytes[];
+};
+
+static void process(struct cfusetap_readers *all, char *request, size_t length)
+{
+    cfusetap_observe_request(all->devfd, request, length);
+    all->process(all->context, request, length);
+}
+
+static void run_slow(struct lane_item *item)
+{
+    struct slow_request *r = (struct slow_request *)item;
+    process(r->all, r->bytes, r->length);
+    free(r);
+}
+
+static void serve(struct reader *reader, char *request, size_t length)
+{
+    struct cfusetap_readers *all = reader->all;
+    atomic_fetch_add_explicit(&all->requests, 1, memory_order_relaxed);
+    uint32_t opcode;
+    memcpy(&opcode, request + 4, sizeof opcode);
+    if (cfusetap_is_slow(opcode)) {
+        struct slow_request *r = malloc(sizeof *r + length);
+        if (r) {
+            r->item.run = run_slow;
+            r->all = all;
+            r->length = length;
+            memcpy(r->bytes, request, length);
+            if (lane_hand(&reader->slow, &r->item)) return;
+            free(r);
+        }
+    }
+    process(all, request, length);
+}
+
+static void stop_all(struct cfusetap_readers *all, int error)
+{
+    int none = 0;
+    atomic_compare_exchange_strong(&all->error, &none, error);
+    atomic_store_explicit(&all->stopping, 1, memory_order_release);
+    uint64_t one = 1;
+    (void)!write(all->stopfd, &one, sizeof one);
+}
+
+static int stopping(struct cfusetap_readers *all)
+{
+    return atomic_load_explicit(&all->stopping, memory_order_acquire);
+}
+
+/* Waits for a request (or the stop); 1 if poll said one was there. */
+static int wait_for_request(struct cfusetap_readers *all)
+{
+    struct pollfd fds[2] = { { .fd = all->devfd, .events = POLLIN }, { .fd = all->stopfd, .events = POLLIN } };
+    int n = poll(fds, 2, -1);
+    return n > 0 && (fds[0].revents & POLLIN) != 0;
+}
+
+/* The pause after the `missed`-th wake-up in a row that found the request taken. */
+static void pause_after(struct cfusetap_readers *all, unsigned missed)
+{
+    unsigned doublings = missed - 1 < MAX_DOUBLINGS ? missed - 1 : MAX_DOUBLINGS;
+    long ns = (long)PAUSE_NS << doublings;
+    struct pollfd stop = { .fd = all->stopfd, .events = POLLIN };
+    struct timespec pause = { ns / 1000000000L, ns % 1000000000L };
+    (void)ppoll(&stop, 1, &pause, NULL);
+}
+
+static void *reader_main(void *arg)
+{
+    struct reader *reader = arg;
+    struct cfusetap_readers *all = reader->all;
+    cfusetap_settle_thread("read", reader->cpu);
+    char *buffer = malloc(all->size);
+    if (!buffer) { stop_all(all, ENOMEM); return NULL; }
+    int woken = 0;
+    unsigned missed = 0;      /* wake-ups in a row that found the request taken */
+    while (!stopping(all)) {
+        ssize_t n = read(all->devfd, buffer, all->size);
+        if (n > 0) {
+            woken = 0;
+            missed = 0;
+            serve(reader, buffer, (size_t)n);
+            continue;
+        }
+        int error = n == 0 ? EIO : errno;
+        if (error == EINTR) continue;
+        if (error == EAGAIN) {
+            if (woken) {
+                atomic_fetch_add_explicit(&all->idle_wakeups, 1, memory_order_relaxed);
+                pause_after(all, ++missed);
+            }
+            woken = wait_for_request(all);
+            continue;
+        }
+        /* ENODEV: unmounted (the kernel ended the session); anything else ends it here. */
+        stop_all(all, error == ENODEV ? 0 : error);
+    }
+    free(buffer);
+    return NULL;
+}
+
+static void drop_slow(struct lane *lane)
+{
+    while (lane->head) {
+        struct lane_item *item = lane->head;
+        lane->head = item->next;
+        free(item);
+    }
+    lane->tail = NULL;
+    lane->queued = 0;
+}
+
+/* The CPUs this process may run on (taskset is respected), or just CPU 0. */
+static unsigned allowed_cpus(unsigned *cpus, unsigned max)
+{
+    cpu_set_t set;
+    unsigned count = 0;
+    if (sched_getaffinity(0, sizeof set, &set) == 0) {
+        for (unsigned cpu = 0; cpu < CPU_SETSIZE && count < max; cpu++) {
+            if (CPU_ISSET(cpu, &set)) cpus[count++] = cpu;
+        }
+    }
+    if (count == 0) cpus[count++] = 0;
+    return count;
+}
+
+int cfusetap_readers_serve(int devfd, size_t size, cfusetap_ring_process process, cfusetap_exited exited,
+                           void *context, struct cfusetap_readers_counts *counts)
+{
+    int flags = fcntl(devfd, F_GETFL);
+    if (flags < 0 || fcntl(devfd, F_SETFL, flags | O_NONBLOCK) < 0) return -errno;
+    struct cfusetap_readers all = {
+        .devfd = devfd, .size = size, .process = process, .exited = exited, .context = context,
+    };
+    all.stopfd = eventfd(0, EFD_CLOEXEC);
+    if (all.stopfd < 0) return -errno;
+    unsigned cpus[CPU_SETSIZE];
+    all.count = allowed_cpus(cpus, CPU_SETSIZE);
+    all.readers = calloc(all.count, sizeof *all.readers);
+    if (!all.readers) { close(all.stopfd); return -ENOMEM; }
+    for (unsigned i = 0; i < all.count; i++) {
+        struct reader *r = &all.readers[i];
+        r->all = &all;
+        r->cpu = cpus[i];
+        lane_init(&r->slow, "slow", cpus[i]);
+        r->started = pthread_create(&r->thread, NULL, reader_main, r) == 0;
+        if (!r->started) stop_all(&all, errno);
+    }
+    /* Signals (SIGTERM...) reach this thread or another non-reader one; libfuse's handler
+     * marks the session exited, which the readers are told of here. */
+    struct pollfd stop = { .fd = all.stopfd, .events = POLLIN };
+    while (!stopping(&all)) {
+        if (exited(context)) stop_all(&all, 0);
+        else (void)poll(&stop, 1, STOP_CHECK_MS);
+    }
+    for (unsigned i = 0; i < all.count; i++) {
+        struct reader *r = &all.readers[i];
+        if (r->started) pthread_join(r->thread, NULL);
+        lane_stop(&r->slow);
+        drop_slow(&r->slow);
+        lane_destroy(&r->slow);
+    }
+    free(all.readers);
+    close(all.stopfd);
+    (void)fcntl(devfd, F_SETFL, flags);
+    if (counts) {
+        counts->readers = all.count;
+        counts->requests = atomic_load(&all.requests);
+        counts->idle_wakeups = atomic_load(&all.idle_wakeups);
+    }
+    return -atomic_load(&all.error);
+}

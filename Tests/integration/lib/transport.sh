@@ -1,0 +1,92 @@
+# Checks shared by the transports' cases (per-cpu-readers, uring-transport): what each CPU's
+# requests must do, and an fsync that must not hold up its CPU. Both add the requests they
+# made to $ops. Needs common.sh, $PY, $TEST_TMP.
+
+# _exercise_from_cpu CPU DIR STORE_DIR: from CPU, a 4 MiB file written and read back cold
+# (data replies), 2,000 names created, renamed, listed and removed, and a set-user-ID bit
+# cleared by another user's write ($U1, from _users).
+_exercise_from_cpu() {
+    local cpu=$1 W=$2/cpu$1 SW=$3/cpu$1
+    [[ -e $TEST_TMP/src ]] || head -c 4M /dev/urandom >"$TEST_TMP/src"
+    taskset -c "$cpu" mkdir "$W"
+    taskset -c "$cpu" cp "$TEST_TMP/src" "$W/big"
+    sync
+    echo 3 >/proc/sys/vm/drop_caches
+    _assert_ok taskset -c "$cpu" cmp "$W/big" "$TEST_TMP/src"
+    _assert_ok cmp "$SW/big" "$TEST_TMP/src"
+    _assert_output 2000 taskset -c "$cpu" "$PY" - "$W" <<'PY'
+import os, sys
+w = sys.argv[1]
+for i in range(2000):
+    with open(f"{w}/f{i}", "w") as f:
+        f.write(str(i))
+for i in range(0, 2000, 2):
+    os.rename(f"{w}/f{i}", f"{w}/g{i}")
+names = [n for n in os.listdir(w) if n != "big"]
+assert sorted(open(f"{w}/{n}").read() for n in names) == sorted(str(i) for i in range(2000))
+print(len(names))
+for n in names:
+    os.unlink(f"{w}/{n}")
+PY
+    _assert_output "big" taskset -c "$cpu" ls "$W"
+    echo data >"$W/suid"
+    chmod 4777 "$W/suid"
+    _assert_ok _as_user "$U1" taskset -c "$cpu" sh -c "echo more >>'$W/suid'"
+    _assert_output "777" stat -c %a "$SW/suid"
+    ops=$((ops + 2000 * 3 + 1000 + 64))
+    _ok "cpu $cpu: 4 MiB read back cold, 2,000 names made, renamed, listed and removed, set-ID cleared"
+}
+
+# _fsync_meanwhile DIR STORE_DIR WHAT: 256 MiB written through the mount on CPU 0 are still
+# dirty in the store when the writer fsyncs them, so the daemon's fsync waits on the disk. A
+# second process on CPU 0 watches the writer and, the moment it waits in the daemon, makes
+# a lookup and a create: both must be answered before the fsync returns (WHAT names what
+# serves CPU 0 in the message). Skipped on a tmpfs store, where an fsync waits on nothing.
+_fsync_meanwhile() {
+    local D=$1 SD=$2 what=$3
+    if [[ $(stat -f -c %T "$SD") == tmpfs ]]; then
+        _ok "SKIP the fsync check: the store is on tmpfs, where an fsync waits on nothing"
+        return 0
+    fi
+    rm -f "$TEST_TMP/fsync.started"
+    taskset -c 0 "$PY" - "$D/dirty" "$TEST_TMP/fsync.started" >"$TEST_TMP/fsync.out" 2>&1 <<'PY' &
+import os, sys, time
+fd = os.open(sys.argv[1], os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+block = os.urandom(1 << 20)
+for _ in range(256):
+    os.write(fd, block)
+open(sys.argv[2], "w").close()
+start = time.monotonic()
+os.fsync(fd)
+print(start, time.monotonic())
+PY
+    local writer=$!
+    _CFS_PIDS+=($writer)
+    _assert_ok timeout 60 taskset -c 0 "$PY" - "$D" "$writer" "$TEST_TMP/fsync.started" "$TEST_TMP/other.out" <<'PY'
+import os, sys, time
+d, writer, started, out = sys.argv[1:]
+def parked():
+    try:
+        return open(f"/proc/{writer}/wchan").read() == "request_wait_answer"
+    except FileNotFoundError:
+        sys.exit("the writer ended before its fsync was seen waiting in the daemon")
+while not (os.path.exists(started) and parked()):
+    time.sleep(0.001)
+try:
+    os.stat(f"{d}/never-made")
+except FileNotFoundError:
+    pass
+open(f"{d}/made-meanwhile", "w").close()
+open(out, "w").write(f"{time.monotonic()}\n")
+PY
+    wait "$writer" || _fail "the writer failed: $(cat "$TEST_TMP/fsync.out")"
+    local began ended other
+    read -r began ended <"$TEST_TMP/fsync.out"
+    other=$(cat "$TEST_TMP/other.out")
+    "$PY" -c 'import sys; sys.exit(0 if float(sys.argv[1]) < float(sys.argv[2]) else 1)' "$other" "$ended" ||
+        _fail "the lookup and create on CPU 0 were answered only after the fsync returned (fsync $began-$ended, other done $other; $what)"
+    _assert_ok cmp -n $((256 << 20)) "$D/dirty" "$SD/dirty"
+    rm -f "$D/dirty" "$D/made-meanwhile"
+    _ok "a lookup and a create on CPU 0 answered during an fsync of $("$PY" -c 'import sys; print(round(float(sys.argv[2]) - float(sys.argv[1]), 3))' "$began" "$ended") s ($what)"
+    ops=$((ops + 260))
+}
