@@ -12,21 +12,26 @@ int cfusetap_is_slow(uint32_t opcode)
     return opcode == OP_FSYNC || opcode == OP_FSYNCDIR || opcode == OP_FALLOCATE || opcode == OP_COPY_FILE_RANGE;
 }
 
-void cfusetap_settle_thread(const char *role, unsigned cpu)
+void cfusetap_settle_thread(const char *role, int cpu)
 {
     char name[16];
-    snprintf(name, sizeof name, "cfs-%s-%u", role, cpu);
+    if (cpu >= 0) snprintf(name, sizeof name, "cfs-%s-%d", role, cpu);
+    else snprintf(name, sizeof name, "cfs-%s", role);
     pthread_setname_np(pthread_self(), name);
     sigset_t all;
     sigfillset(&all);
     pthread_sigmask(SIG_BLOCK, &all, NULL);
-    cpu_set_t set;
-    CPU_ZERO(&set);
-    CPU_SET(cpu, &set);
-    (void)sched_setaffinity(0, sizeof set, &set);
+    if (cpu < 0) return;
+    cpu_set_t *set = CPU_ALLOC(cpu + 1);
+    if (!set) return;
+    size_t size = CPU_ALLOC_SIZE(cpu + 1);
+    CPU_ZERO_S(size, set);
+    CPU_SET_S(cpu, size, set);
+    (void)sched_setaffinity(0, size, set);
+    CPU_FREE(set);
 }
 
-void lane_init(struct lane *lane, const char *role, unsigned cpu)
+void lane_init(struct lane *lane, const char *role, int cpu)
 {
     *lane = (struct lane){ .role = role, .cpu = cpu };
     pthread_mutex_init(&lane->lock, NULL);
@@ -44,7 +49,7 @@ static void *worker_main(void *arg)
             pthread_cond_wait(&lane->ready, &lane->lock);
             lane->idle--;
         }
-        if (lane->stop) break;
+        if (lane->stop && (!lane->drain || !lane->head)) break;
         struct lane_item *item = lane->head;
         lane->head = item->next;
         if (!lane->head) lane->tail = NULL;
@@ -76,10 +81,11 @@ int lane_hand(struct lane *lane, struct lane_item *item)
     return taken;
 }
 
-void lane_stop(struct lane *lane)
+void lane_stop(struct lane *lane, int drain)
 {
     pthread_mutex_lock(&lane->lock);
     lane->stop = 1;
+    lane->drain = drain;
     pthread_cond_broadcast(&lane->ready);
     pthread_mutex_unlock(&lane->lock);
     for (unsigned i = 0; i < lane->started; i++) pthread_join(lane->threads[i], NULL);

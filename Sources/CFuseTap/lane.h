@@ -20,25 +20,26 @@ enum { LANE_WORKERS = 2 };
 
 struct lane {
     const char *role;             /* thread names: cfs-ROLE-CPU */
-    unsigned cpu;                 /* workers are pinned to it */
+    int cpu;                      /* workers are pinned to it (-1: not pinned) */
     pthread_mutex_t lock;
     pthread_cond_t ready;
     struct lane_item *head, *tail;
     unsigned queued, idle, started;
-    int stop;
+    int stop, drain;
     pthread_t threads[LANE_WORKERS];
 };
 
-void lane_init(struct lane *lane, const char *role, unsigned cpu);
+void lane_init(struct lane *lane, const char *role, int cpu);
 /* 1 if a worker will run the item (started now if none is idle, up to LANE_WORKERS); 0 if
  * none can: run it on the calling thread. */
 int lane_hand(struct lane *lane, struct lane_item *item);
-/* The workers finish the item in hand and end; queued items are dropped (not run). */
-void lane_stop(struct lane *lane);
+/* The workers finish the item in hand and end; queued items are run first if `drain`,
+ * else dropped (their owner frees them). */
+void lane_stop(struct lane *lane, int drain);
 void lane_destroy(struct lane *lane);
 
-/* Names the calling thread "cfs-ROLE-CPU" (ps, top, debuggers), blocks every signal (libfuse's
- * own thread takes them) and pins it to `cpu`. */
-void cfusetap_settle_thread(const char *role, unsigned cpu);
+/* Names the calling thread "cfs-ROLE-CPU" (ps, top, debuggers; "cfs-ROLE" for cpu -1),
+ * blocks every signal (libfuse's own thread takes them) and pins it to `cpu` (if ≥ 0). */
+void cfusetap_settle_thread(const char *role, int cpu);
 
 #endif

@@ -25,10 +25,12 @@
  * interrupt to another processor: it runs as soon as the caller sleeps for the answer,
  * reads the request (the descriptor is non-blocking), serves it and wakes the caller on the
  * same CPU. The others find nothing (EAGAIN); a reader that was woken for nothing pauses
- * before it polls again (1 ms, doubled for each further such wake-up up to 16 ms, and
+ * before it polls again (1 ms, doubled for each further such wake-up up to 4 ms, and
  * forgotten once it serves a request), so that a run of requests from one CPU does not wake
  * the other CPUs for each of them; a request made meanwhile on a pausing reader's CPU is
- * served by another CPU's reader, or by its own once the pause is over.
+ * served by another CPU's reader, or by its own once the pause is over. The longest pause
+ * is also the longest a request waits when every other reader pauses and the one still
+ * polling is busy with a long request (a cold read).
  *
  * Requests that wait on the disk (FSYNC and kin) go to the reader's slow lane (lane.c), so
  * that the reader goes on with its CPU's other requests. Every other request runs on the
@@ -37,13 +39,15 @@
 
 enum {
     PAUSE_NS = 1000000,       /* after a wake-up for nothing; doubled up to PAUSE_NS << MAX_DOUBLINGS */
-    MAX_DOUBLINGS = 4,
+    MAX_DOUBLINGS = 2,
     STOP_CHECK_MS = 100,      /* how often the serving thread looks whether a signal ended the session */
+    MAX_READERS = 16,
+    IN_HEADER_SIZE = 40,
 };
 
 struct reader {
     struct cfusetap_readers *all;
-    unsigned cpu;
+    int cpu;                  /* pinned to it; -1: not pinned */
     pthread_t thread;
     int started;
     struct lane slow;
@@ -88,8 +92,8 @@ static void serve(struct reader *reader, char *request, size_t length)
 {
     struct cfusetap_readers *all = reader->all;
     atomic_fetch_add_explicit(&all->requests, 1, memory_order_relaxed);
-    uint32_t opcode;
-    memcpy(&opcode, request + 4, sizeof opcode);
+    uint32_t opcode = 0;
+    if (length >= IN_HEADER_SIZE) memcpy(&opcode, request + 4, sizeof opcode);
     if (cfusetap_is_slow(opcode)) {
         struct slow_request *r = malloc(sizeof *r + length);
         if (r) {
@@ -170,28 +174,33 @@ static void *reader_main(void *arg)
     return NULL;
 }
 
-static void drop_slow(struct lane *lane)
+/* The CPUs this process may run on (taskset is respected), at most `max`; none if they
+ * cannot be told. */
+static unsigned allowed_cpus(int *cpus, unsigned max)
 {
-    while (lane->head) {
-        struct lane_item *item = lane->head;
-        lane->head = item->next;
-        free(item);
-    }
-    lane->tail = NULL;
-    lane->queued = 0;
-}
-
-/* The CPUs this process may run on (taskset is respected), or just CPU 0. */
-static unsigned allowed_cpus(unsigned *cpus, unsigned max)
-{
-    cpu_set_t set;
+    long configured = sysconf(_SC_NPROCESSORS_CONF);
+    int possible = configured > CPU_SETSIZE ? (int)configured : CPU_SETSIZE;
+    cpu_set_t *set = CPU_ALLOC(possible);
+    size_t size = CPU_ALLOC_SIZE(possible);
     unsigned count = 0;
-    if (sched_getaffinity(0, sizeof set, &set) == 0) {
-        for (unsigned cpu = 0; cpu < CPU_SETSIZE && count < max; cpu++) {
-            if (CPU_ISSET(cpu, &set)) cpus[count++] = cpu;
+    if (set && sched_getaffinity(0, size, set) == 0) {
+        for (int cpu = 0; cpu < possible && count < max; cpu++) {
+            if (CPU_ISSET_S(cpu, size, set)) cpus[count++] = cpu;
         }
     }
-    if (count == 0) cpus[count++] = 0;
+    if (set) CPU_FREE(set);
+    return count;
+}
+
+/* Where the readers go: one per allowed CPU, up to MAX_READERS (beyond that the wake-ups of
+ * every polling reader per request would cost more than the locality buys). A single CPU
+ * gets two, so that a request waiting on the disk does not hold up every caller; if the
+ * CPUs cannot be told, two readers run unpinned (cpu -1). */
+static unsigned reader_cpus(int *cpus)
+{
+    unsigned count = allowed_cpus(cpus, MAX_READERS);
+    if (count == 0) cpus[count++] = -1;
+    if (count == 1) { cpus[1] = cpus[0]; count = 2; }
     return count;
 }
 
@@ -199,24 +208,34 @@ int cfusetap_readers_serve(int devfd, size_t size, cfusetap_ring_process process
                            void *context, struct cfusetap_readers_counts *counts)
 {
     int flags = fcntl(devfd, F_GETFL);
-    if (flags < 0 || fcntl(devfd, F_SETFL, flags | O_NONBLOCK) < 0) return -errno;
+    if (flags < 0) return -errno;
     struct cfusetap_readers all = {
         .devfd = devfd, .size = size, .process = process, .exited = exited, .context = context,
     };
-    all.stopfd = eventfd(0, EFD_CLOEXEC);
-    if (all.stopfd < 0) return -errno;
-    unsigned cpus[CPU_SETSIZE];
-    all.count = allowed_cpus(cpus, CPU_SETSIZE);
+    int cpus[MAX_READERS];
+    all.count = reader_cpus(cpus);
     all.readers = calloc(all.count, sizeof *all.readers);
-    if (!all.readers) { close(all.stopfd); return -ENOMEM; }
+    if (!all.readers) return -ENOMEM;
+    all.stopfd = eventfd(0, EFD_CLOEXEC);
+    if (all.stopfd < 0 || fcntl(devfd, F_SETFL, flags | O_NONBLOCK) < 0) {
+        int error = errno;
+        if (all.stopfd >= 0) close(all.stopfd);
+        free(all.readers);
+        return -error;
+    }
+    unsigned started = 0;
+    int failure = 0;
     for (unsigned i = 0; i < all.count; i++) {
         struct reader *r = &all.readers[i];
         r->all = &all;
         r->cpu = cpus[i];
         lane_init(&r->slow, "slow", cpus[i]);
-        r->started = pthread_create(&r->thread, NULL, reader_main, r) == 0;
-        if (!r->started) stop_all(&all, errno);
+        int error = pthread_create(&r->thread, NULL, reader_main, r);
+        r->started = error == 0;
+        if (error) failure = error; else started++;
     }
+    /* Fewer readers than CPUs still serve every request (with less locality); none cannot. */
+    if (started == 0) stop_all(&all, failure);
     /* Signals (SIGTERM...) reach this thread or another non-reader one; libfuse's handler
      * marks the session exited, which the readers are told of here. */
     struct pollfd stop = { .fd = all.stopfd, .events = POLLIN };
@@ -227,15 +246,16 @@ int cfusetap_readers_serve(int devfd, size_t size, cfusetap_ring_process process
     for (unsigned i = 0; i < all.count; i++) {
         struct reader *r = &all.readers[i];
         if (r->started) pthread_join(r->thread, NULL);
-        lane_stop(&r->slow);
-        drop_slow(&r->slow);
+        /* Queued fsyncs still run: after a signal the connection is alive and they are owed
+         * an answer (after an unmount their replies just fail). */
+        lane_stop(&r->slow, 1);
         lane_destroy(&r->slow);
     }
     free(all.readers);
     close(all.stopfd);
     (void)fcntl(devfd, F_SETFL, flags);
     if (counts) {
-        counts->readers = all.count;
+        counts->readers = started;
         counts->requests = atomic_load(&all.requests);
         counts->idle_wakeups = atomic_load(&all.idle_wakeups);
     }

@@ -592,7 +592,7 @@ static void *queue_main(void *arg)
     struct cfusetap_ring *ring = q->ring;
     /* Requests of a process on CPU n come to queue n: served on that CPU, the caller
      * hands over to this thread without waking another (virtual) processor. */
-    cfusetap_settle_thread("ring", q->qid);
+    cfusetap_settle_thread("ring", (int)q->qid);
 
     pthread_mutex_lock(&ring->lock);
     while (ring->state == WAITING) pthread_cond_wait(&ring->changed, &ring->lock);
@@ -659,7 +659,7 @@ static void *queue_main(void *arg)
 
 static void free_queue(struct ring_queue *q)
 {
-    lane_stop(&q->slow);
+    lane_stop(&q->slow, 0);
     if (q->fd >= 0) {
         munmap(q->sqes, q->sqes_size);
         munmap(q->rings, q->rings_size);
@@ -718,7 +718,7 @@ struct cfusetap_ring *cfusetap_ring_new(unsigned depth, size_t payload, cfusetap
         q->fd = -1;
         q->eventfd = -1;
         pthread_mutex_init(&q->lock, NULL);
-        lane_init(&q->slow, "slow", qid);
+        lane_init(&q->slow, "slow", (int)qid);
     }
     for (unsigned qid = 0; qid < ring->nqueues && !*error; qid++) {
         struct ring_queue *q = &ring->queues[qid];

@@ -96,8 +96,9 @@ uint64_t cfusetap_ring_redelivered(struct cfusetap_ring *ring);
 void cfusetap_ring_stop(struct cfusetap_ring *ring);
 
 /* One reader of /dev/fuse per CPU (DESIGN.md 33), the transport without io_uring: a thread
- * pinned to each CPU this process may run on waits in poll(2), so that the reader on the
- * caller's CPU serves its request without waking another processor. `process` gets each
+ * pinned to each CPU this process may run on (up to 16; two on a single CPU) waits in
+ * poll(2), so that the reader on the caller's CPU serves its request without waking another
+ * processor. `process` gets each
  * request as read(2) gave it, on the reader's thread (FSYNC and kin on a worker pinned to
  * the same CPU). Serves on the calling thread's behalf until the kernel ends the session
  * (0), `exited(context)` says the session was told to stop (0), or reading fails (-errno). */

@@ -67,6 +67,7 @@ struct MountCommand: ParsableCommand {
         // of file, and fusermount3, forked by libfuse for auto_unmount, lives as long as the
         // mount (without this, `mount -o auto_unmount` never returned).
         if let readyFD { _ = fcntl(readyFD, F_SETFD, FD_CLOEXEC) }
+        var served: CInt = 0
         do {
             umask(0)  // modes come from the caller's request, already masked by the kernel
             Credentials.prepareProcess()
@@ -117,7 +118,7 @@ struct MountCommand: ParsableCommand {
             watcher.start()
             control.start()
             ready.succeed()
-            session.run(options: sessionOptions)
+            served = session.run(options: sessionOptions)
             // Order: no more requests, then no more changes, then no more notifications,
             // and only then may the session go.
             control.stop()
@@ -128,6 +129,8 @@ struct MountCommand: ParsableCommand {
             ready.fail("\(error)")
             throw error
         }
+        // Reading /dev/fuse failed (logged by the session): not a clean end.
+        if served < 0 { throw ExitCode.failure }
     }
 }
 
