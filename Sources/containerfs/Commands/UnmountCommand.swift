@@ -13,11 +13,13 @@ struct UnmountCommand: ParsableCommand {
 
     func run() throws {
         try failing {
-            let path = Paths.absolute(mountPoint)
-            guard let mount = MountTable.entry(at: path.string) else {
+            // As mountinfo records it, so that a mount point reached through a symbolic link
+            // is found.
+            let path = Paths.asMounted(mountPoint)
+            guard let mount = MountTable.entry(at: path) else {
                 throw CommandFailure("\(path): not a containerfs mount")
             }
-            let status = try Subprocess.run(["fusermount3", "-u", path.string])
+            let status = try Subprocess.run(["fusermount3", "-u", path])
             guard status == 0 else { throw CommandFailure("\(path): unmount failed (busy?)") }
             // The daemon exits once its loop sees the unmount; wait for the store lock.
             if let store = try? Store(at: FilePath(mount.source), create: false) {

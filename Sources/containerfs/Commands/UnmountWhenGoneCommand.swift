@@ -26,14 +26,7 @@ struct UnmountWhenGoneCommand: ParsableCommand {
         guard fstat(3, &st) == 0, (st.st_mode & S_IFMT) == S_IFIFO else {
             throw CommandFailure("\(mountPoint): _unmount-when-gone is started by the daemon, with its pipe as descriptor 3")
         }
-        // As the kernel recorded it: symbolic links in the parent resolved (the last
-        // component is not looked at: that would ask the mount itself).
-        let path = FilePath(mountPoint)
-        let parent = path.removingLastComponent().string
-        let canonical = realpath(parent.isEmpty ? "." : parent, nil).map { p in
-            defer { free(p) }
-            return FilePath(String(cString: p)).appending(path.lastComponent.map { [$0] } ?? []).string
-        } ?? mountPoint
+        let canonical = Paths.asMounted(mountPoint)
         guard let mounted = MountTable.fuseEntry(at: canonical) else {
             throw CommandFailure("\(canonical): no FUSE mount there to watch")
         }

@@ -11,6 +11,18 @@ enum Paths {
         return FilePath(cwd).pushing(p).lexicallyNormalized()
     }
 
+    /// A mount point as the kernel records it in mountinfo: made absolute, symbolic links in
+    /// its parent resolved. The last component is not looked at (that would ask the mount
+    /// itself, which may be dead).
+    static func asMounted(_ path: String) -> String {
+        let absolute = Self.absolute(path)
+        let parent = absolute.removingLastComponent().string
+        return realpath(parent.isEmpty ? "/" : parent, nil).map { p in
+            defer { free(p) }
+            return FilePath(String(cString: p)).appending(absolute.lastComponent.map { [$0] } ?? []).string
+        } ?? absolute.string
+    }
+
     /// The control socket of a store.
     static func controlSocket(_ store: FilePath) -> String { store.appending("control.sock").string }
 

@@ -3,7 +3,8 @@
 # `-f` stays in the foreground, options allow_other, default_permissions, ro, auto_unmount,
 # fsname and subtype reach the kernel, the type is fuse.containerfs; mount(8) works with
 # `-t fuse.containerfs` and fstab-style generic options; bad mount points and options fail
-# with a message naming them; `containerfs unmount` unmounts cleanly (SPEC §2, issue 2).
+# with a message naming them; `containerfs unmount` unmounts cleanly, also when the mount
+# point is named through a symbolic link (SPEC §2, issue 2).
 . "$(dirname "$0")/../lib/common.sh"
 _users
 S=$TEST_STORE M=$TEST_MNT
@@ -24,6 +25,12 @@ _assert_ok _as_user "$U1" ls "$M"                            # allow_other: othe
 _assert_ok containerfs unmount "$M"
 _assert_eq "" "$(_mount_fstype "$M")" "after unmount"
 _assert_ok containerfs mount "$S" "$M"                       # the store lock was released
+# Through a symbolic link to the mount point's parent, and relative to it: mountinfo has the
+# resolved path, and the mount is found there.
+ln -sfn "$(dirname "$M")" "$TEST_TMP/via-link"
+_assert_ok env -C "$TEST_TMP" containerfs unmount "via-link/$(basename "$M")"
+_assert_eq "" "$(_mount_fstype "$M")" "after unmount through a symbolic link"
+_assert_ok containerfs mount "$S" "$M"
 _assert_ok containerfs unmount "$M"
 _assert_exit 1 containerfs unmount "$M"
 [[ $_OUT == *"$M"* ]] || _fail "unmount of a non-mount does not name the path: $_OUT"
