@@ -4,11 +4,15 @@
 #include <sched.h>
 #include <signal.h>
 #include <stdio.h>
+#include <string.h>
 
-enum { OP_FSYNC = 20, OP_FSYNCDIR = 30, OP_FALLOCATE = 43, OP_COPY_FILE_RANGE = 47 };
+enum { IN_HEADER = 40, OP_FSYNC = 20, OP_FSYNCDIR = 30, OP_FALLOCATE = 43, OP_COPY_FILE_RANGE = 47 };
 
-int cfusetap_is_slow(uint32_t opcode)
+int cfusetap_is_slow(const char *request, size_t length)
 {
+    uint32_t opcode;
+    if (length < IN_HEADER) return 0;
+    memcpy(&opcode, request + 4, sizeof opcode);   /* fuse_in_header: len, opcode, ... */
     return opcode == OP_FSYNC || opcode == OP_FSYNCDIR || opcode == OP_FALLOCATE || opcode == OP_COPY_FILE_RANGE;
 }
 

@@ -4,11 +4,13 @@
 #define CFUSETAP_LANE_H
 
 #include <pthread.h>
+#include <stddef.h>
 #include <stdint.h>
 
-/* Requests that wait on the disk (milliseconds): served off the thread that took them, so
- * that it goes on with its CPU's other requests meanwhile. */
-int cfusetap_is_slow(uint32_t opcode);
+/* Whether a request (as read(2) of /dev/fuse gives it, `length` bytes) waits on the disk
+ * (milliseconds): served off the thread that took it, so that this one goes on with its
+ * CPU's other requests meanwhile. */
+int cfusetap_is_slow(const char *request, size_t length);
 
 /* A request waiting for a worker; `run` processes it (and may free the item). */
 struct lane_item {

@@ -42,7 +42,6 @@ enum {
     MAX_DOUBLINGS = 2,
     STOP_CHECK_MS = 100,      /* how often the serving thread looks whether a signal ended the session */
     MAX_READERS = 16,
-    IN_HEADER_SIZE = 40,
 };
 
 struct reader {
@@ -92,9 +91,7 @@ static void serve(struct reader *reader, char *request, size_t length)
 {
     struct cfusetap_readers *all = reader->all;
     atomic_fetch_add_explicit(&all->requests, 1, memory_order_relaxed);
-    uint32_t opcode = 0;
-    if (length >= IN_HEADER_SIZE) memcpy(&opcode, request + 4, sizeof opcode);
-    if (cfusetap_is_slow(opcode)) {
+    if (cfusetap_is_slow(request, length)) {
         struct slow_request *r = malloc(sizeof *r + length);
         if (r) {
             r->item.run = run_slow;

@@ -341,12 +341,10 @@ static void serve(struct ring_queue *q, struct ring_entry *e)
     memcpy(start, e->header->in_out, IN_HEADER);
     memcpy(start + IN_HEADER, e->header->op_in, first);
     atomic_fetch_add_explicit(&ring->requests, 1, memory_order_relaxed);
-    uint32_t opcode;
-    memcpy(&opcode, start + 4, sizeof opcode);
     e->request = start;
     e->length = len;
     e->slow.run = run_slow;
-    if (!cfusetap_is_slow(opcode) || !lane_hand(&q->slow, &e->slow)) process_request(ring, e, start, len);
+    if (!cfusetap_is_slow(start, len) || !lane_hand(&q->slow, &e->slow)) process_request(ring, e, start, len);
     serving = NULL;
 }
 

@@ -42,10 +42,7 @@ SD=$TEST_STORE/containers/com.example.readers/Documents
 wait_readers "$(expected_readers)" "reader threads of the daemon"
 
 ops=0
-for cpu in $(seq 0 $(($(nproc --all) - 1))); do
-    taskset -c "$cpu" true 2>/dev/null || continue   # offline
-    _exercise_from_cpu "$cpu" "$D" "$SD"
-done
+_exercise_every_cpu "$D" "$SD"
 fs_umount
 n=$(served)
 [[ -n $n ]] || _fail "no readers' summary in the daemon's log: $(cat "$TEST_TMP/daemon.$_CFS_N.log")"

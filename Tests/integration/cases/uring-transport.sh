@@ -61,10 +61,7 @@ SD=$TEST_STORE/containers/com.example.uring/Documents
 
 # MARK: every kind of request, from every CPU (each CPU has its own queue)
 ops=0
-for cpu in $(seq 0 $(($(nproc --all) - 1))); do
-    taskset -c "$cpu" true 2>/dev/null || continue   # offline
-    _exercise_from_cpu "$cpu" "$D" "$SD"
-done
+_exercise_every_cpu "$D" "$SD"
 
 # MARK: parked requests answered from another thread, and never stopping a queue
 echo "claimed" >"$D/claimed"

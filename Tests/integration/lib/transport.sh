@@ -37,6 +37,15 @@ PY
     _ok "cpu $cpu: 4 MiB read back cold, 2,000 names made, renamed, listed and removed, set-ID cleared"
 }
 
+# _exercise_every_cpu DIR STORE_DIR: _exercise_from_cpu from each online CPU in turn.
+_exercise_every_cpu() {
+    local cpu
+    for cpu in $(seq 0 $(($(nproc --all) - 1))); do
+        taskset -c "$cpu" true 2>/dev/null || continue   # offline
+        _exercise_from_cpu "$cpu" "$1" "$2"
+    done
+}
+
 # _fsync_meanwhile DIR STORE_DIR WHAT: 256 MiB written through the mount on CPU 0 are still
 # dirty in the store when the writer fsyncs them, so the daemon's fsync waits on the disk. A
 # second process on CPU 0 watches the writer and, the moment it waits in the daemon, makes
