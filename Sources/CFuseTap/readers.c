@@ -8,6 +8,7 @@
 #include <poll.h>
 #include <pthread.h>
 #include <sched.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
@@ -40,7 +41,6 @@
 enum {
     PAUSE_NS = 1000000,       /* after a wake-up for nothing; doubled up to PAUSE_NS << MAX_DOUBLINGS */
     MAX_DOUBLINGS = 2,
-    STOP_CHECK_MS = 100,      /* how often the serving thread looks whether a signal ended the session */
     MAX_READERS = 16,
 };
 
@@ -171,6 +171,64 @@ static void *reader_main(void *arg)
     return NULL;
 }
 
+/* MARK: signals
+ *
+ * libfuse's handlers (fuse_set_signal_handlers: SIGHUP, SIGINT, SIGTERM) only mark the
+ * session exited, and the signal may land on any thread that does not block it. So that the
+ * thread serving the loop hears of it at once without looking every so often (an idle mount
+ * wakes nobody), each of those handlers is wrapped while the readers serve: the handler runs,
+ * then the wrapper writes an eventfd that thread polls. Signal dispositions belong to the
+ * process, hence this state is static: one readers' loop per process (one mount per daemon).
+ * A signal left at its default or ignored (SIGHUP under nohup) is left alone. */
+
+static const int wrapped_signals[] = { SIGHUP, SIGINT, SIGTERM };
+enum { WRAPPED_SIGNALS = sizeof wrapped_signals / sizeof wrapped_signals[0] };
+static struct sigaction previous_actions[WRAPPED_SIGNALS];
+static int wrapped[WRAPPED_SIGNALS];
+static volatile sig_atomic_t signal_wake_fd = -1;
+
+static void on_signal(int sig, siginfo_t *info, void *ucontext)
+{
+    int saved = errno;
+    for (unsigned i = 0; i < WRAPPED_SIGNALS; i++) {
+        if (wrapped_signals[i] != sig) continue;
+        const struct sigaction *previous = &previous_actions[i];
+        if (previous->sa_flags & SA_SIGINFO) previous->sa_sigaction(sig, info, ucontext);
+        else previous->sa_handler(sig);
+    }
+    int fd = signal_wake_fd;
+    uint64_t one = 1;
+    if (fd >= 0) (void)!write(fd, &one, sizeof one);
+    errno = saved;
+}
+
+static void wrap_signals(int fd)
+{
+    signal_wake_fd = fd;
+    for (unsigned i = 0; i < WRAPPED_SIGNALS; i++) {
+        struct sigaction old;
+        if (sigaction(wrapped_signals[i], NULL, &old) != 0) continue;
+        if (!(old.sa_flags & SA_SIGINFO) && (old.sa_handler == SIG_DFL || old.sa_handler == SIG_IGN)) continue;
+        previous_actions[i] = old;
+        struct sigaction wrapper = old;
+        wrapper.sa_flags = old.sa_flags | SA_SIGINFO;
+        wrapper.sa_sigaction = on_signal;
+        wrapped[i] = sigaction(wrapped_signals[i], &wrapper, NULL) == 0;
+    }
+}
+
+/* Puts libfuse's handlers back (fuse_remove_signal_handlers removes only its own). */
+static void unwrap_signals(void)
+{
+    signal_wake_fd = -1;
+    for (unsigned i = 0; i < WRAPPED_SIGNALS; i++) {
+        if (wrapped[i]) (void)sigaction(wrapped_signals[i], &previous_actions[i], NULL);
+        wrapped[i] = 0;
+    }
+}
+
+/* MARK: where the readers go */
+
 /* The CPUs this process may run on (taskset is respected), at most `max`; none if they
  * cannot be told. */
 static unsigned allowed_cpus(int *cpus, unsigned max)
@@ -214,9 +272,11 @@ int cfusetap_readers_serve(int devfd, size_t size, cfusetap_ring_process process
     all.readers = calloc(all.count, sizeof *all.readers);
     if (!all.readers) return -ENOMEM;
     all.stopfd = eventfd(0, EFD_CLOEXEC);
-    if (all.stopfd < 0 || fcntl(devfd, F_SETFL, flags | O_NONBLOCK) < 0) {
+    int signals = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+    if (all.stopfd < 0 || signals < 0 || fcntl(devfd, F_SETFL, flags | O_NONBLOCK) < 0) {
         int error = errno;
         if (all.stopfd >= 0) close(all.stopfd);
+        if (signals >= 0) close(signals);
         free(all.readers);
         return -error;
     }
@@ -234,12 +294,17 @@ int cfusetap_readers_serve(int devfd, size_t size, cfusetap_ring_process process
     /* Fewer readers than CPUs still serve every request (with less locality); none cannot. */
     if (started == 0) stop_all(&all, failure);
     /* Signals (SIGTERM...) reach this thread or another non-reader one; libfuse's handler
-     * marks the session exited, which the readers are told of here. */
-    struct pollfd stop = { .fd = all.stopfd, .events = POLLIN };
+     * marks the session exited and the wrapper wakes this thread, which tells the readers.
+     * A signal that came before the wrapping is seen by the first look at `exited`. */
+    wrap_signals(signals);
+    struct pollfd wake[2] = { { .fd = all.stopfd, .events = POLLIN }, { .fd = signals, .events = POLLIN } };
     while (!stopping(&all)) {
-        if (exited(context)) stop_all(&all, 0);
-        else (void)poll(&stop, 1, STOP_CHECK_MS);
+        if (exited(context)) { stop_all(&all, 0); break; }
+        (void)poll(wake, 2, -1);
+        uint64_t count;
+        (void)!read(signals, &count, sizeof count);
     }
+    unwrap_signals();
     for (unsigned i = 0; i < all.count; i++) {
         struct reader *r = &all.readers[i];
         if (r->started) pthread_join(r->thread, NULL);
@@ -250,6 +315,7 @@ int cfusetap_readers_serve(int devfd, size_t size, cfusetap_ring_process process
     }
     free(all.readers);
     close(all.stopfd);
+    close(signals);
     (void)fcntl(devfd, F_SETFL, flags);
     if (counts) {
         counts->readers = started;

@@ -86,7 +86,7 @@ public final class StoreWatcher: @unchecked Sendable {
         thread.start()
     }
 
-    /// Stops the thread and waits for it (at most one poll interval).
+    /// Stops the thread (woken through `wakeFD`) and waits for it.
     public func stop() {
         running.store(false, ordering: .releasing)
         wake()
@@ -197,8 +197,10 @@ public final class StoreWatcher: @unchecked Sendable {
         var pollers = [pollfd(fd: inotify, events: Int16(POLLIN), revents: 0),
                        pollfd(fd: wakeFD, events: Int16(POLLIN), revents: 0)]
         var gather = WatchGather()
+        // No timeout: everything that gives this thread work (a change, a waiting request,
+        // work left, stop) makes `wakeFD` or the queue readable, so an idle store wakes nobody.
         while running.load(ordering: .acquiring) {
-            if poll(&pollers, 2, 1000) < 0 { continue }
+            if poll(&pollers, 2, -1) < 0 { continue }
             if pollers[1].revents != 0 { clearWake() }
             let waiting = waiters.withLock { !$0.isEmpty } || workLeft.load(ordering: .acquiring)
             if pollers[0].revents == 0 && !waiting { continue }
