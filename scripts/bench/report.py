@@ -13,7 +13,8 @@ daemon memory samples of rss-exec.sh (RESULTS_DIR/rss/LABEL.PID.rss) and the pro
      targets of issue 3 that a ContainerFS median misses;
   2. CPU-seconds per phase (client + daemon);
   3. spread (min..max over rounds);
-  4. daemon memory: peak RSS (VmHWM) over the whole run, and max RSS per phase.
+  4. daemon memory: peak RSS (VmHWM) over the whole run, max RSS per phase, and the
+     daemon's own memory (RssAnon: RSS less mapped files such as shared libraries).
 Exit status: 0 when every (file system, round) produced every workload's metric, 1 otherwise
 (no timing assertions).
 """
@@ -141,9 +142,10 @@ def perf_ratio(v, anchor, unit):
 
 
 def rss_by_phase(d, pids):
-    """-> per label: {'peak': kB, 'phase': {phase: [max VmRSS kB per run]}, 'runs': n, 'start': [...], 'end': [...]}"""
-    out = collections.defaultdict(lambda: {"peak": 0, "phase": collections.defaultdict(list), "runs": 0,
-                                           "start": [], "end": [], "threads": 0})
+    """-> per label: {'peak': kB, 'anon': kB or None, 'phase': {phase: [max VmRSS kB per run]}, 'runs': n,
+    'start': [...], 'end': [...], 'end_anon': [...]} (RssAnon: samples of rss-exec.sh that have it)"""
+    out = collections.defaultdict(lambda: {"peak": 0, "anon": None, "phase": collections.defaultdict(list), "runs": 0,
+                                           "start": [], "end": [], "end_anon": [], "threads": 0})
     for f in sorted(glob.glob(os.path.join(d, "rss", "*.rss"))):
         m = re.match(r"(.+)\.(\d+)\.rss$", os.path.basename(f))
         if not m:
@@ -153,20 +155,26 @@ def rss_by_phase(d, pids):
         with open(f) as fh:
             for line in fh:
                 p = line.split()
-                if len(p) == 4:
-                    samples.append((float(p[0]), int(p[1]), int(p[2]), int(p[3])))
+                if len(p) in (4, 5):
+                    anon = int(p[4]) if len(p) == 5 else None
+                    samples.append((float(p[0]), int(p[1]), int(p[2]), int(p[3]), anon))
         if not samples:
             continue
         o = out[label]
         o["runs"] += 1
         o["peak"] = max(o["peak"], max(s[2] for s in samples))
         o["threads"] = max(o["threads"], max(s[3] for s in samples))
+        anons = [s[4] for s in samples if s[4] is not None]
+        if anons:
+            o["anon"] = max(o["anon"] or 0, max(anons))
         # phase start times from the run's progress log
         starts = []
         run = pids.get(pid)
         kind = run[2] if run else "?"
         if kind == "fsbench":
             o["end"].append(samples[-1][1])
+            if samples[-1][4] is not None:
+                o["end_anon"].append(samples[-1][4])
         if run:
             _, rnd, kind, txt = run
             err = txt[:-4] + ".err"
@@ -194,7 +202,7 @@ def rss_by_phase(d, pids):
                                 starts.append((t.timestamp() + 1, ph))
                                 break
         per = collections.defaultdict(int)
-        for ts, rss, _, _ in samples:
+        for ts, rss, _, _, _ in samples:
             ph = "mount"
             for t, name in starts:
                 if t <= ts:
@@ -325,6 +333,12 @@ def main():
                     out.append(f"| RSS during {ph} | " + " | ".join(cells) + " |")
             out.append("| RSS at the end of an fsbench run (median) | " + " | ".join(
                 f"{statistics.median(rss[l]['end']) / 1024:.1f}" if rss[l]["end"] else "–" for l in rl) + " |")
+            if any(rss[l]["anon"] is not None for l in rl):
+                # The daemon's own memory; the rest of its RSS is shared libraries.
+                out.append("| **own memory (RssAnon), largest sample** | " + " | ".join(
+                    f"**{rss[l]['anon'] / 1024:.1f}**" if rss[l]["anon"] is not None else "–" for l in rl) + " |")
+                out.append("| own memory at the end of an fsbench run (median) | " + " | ".join(
+                    f"{statistics.median(rss[l]['end_anon']) / 1024:.1f}" if rss[l]["end_anon"] else "–" for l in rl) + " |")
 
     out.append("")
     if problems:
