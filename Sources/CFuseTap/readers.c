@@ -152,6 +152,9 @@ static void *reader_main(void *arg)
             woken = 0;
             missed = 0;
             serve(reader, buffer, (size_t)n);
+            /* libfuse may end the session from a handler (an INIT it cannot honour), which
+             * no signal announces. */
+            if (all->exited(all->context)) stop_all(all, 0);
             continue;
         }
         int error = n == 0 ? EIO : errno;
@@ -179,13 +182,16 @@ static void *reader_main(void *arg)
  * wakes nobody), each of those handlers is wrapped while the readers serve: the handler runs,
  * then the wrapper writes an eventfd that thread polls. Signal dispositions belong to the
  * process, hence this state is static: one readers' loop per process (one mount per daemon).
- * A signal left at its default or ignored (SIGHUP under nohup) is left alone. */
+ * The eventfd is made once and never closed, so a handler still running on another thread
+ * after the loop ends cannot write into a descriptor number reused meanwhile. A signal left
+ * at its default or ignored (SIGHUP under nohup) is left alone, and so is one whose handler
+ * was changed while the readers served. */
 
 static const int wrapped_signals[] = { SIGHUP, SIGINT, SIGTERM };
 enum { WRAPPED_SIGNALS = sizeof wrapped_signals / sizeof wrapped_signals[0] };
 static struct sigaction previous_actions[WRAPPED_SIGNALS];
 static int wrapped[WRAPPED_SIGNALS];
-static volatile sig_atomic_t signal_wake_fd = -1;
+static int signal_wake_fd = -1;
 
 static void on_signal(int sig, siginfo_t *info, void *ucontext)
 {
@@ -196,19 +202,25 @@ static void on_signal(int sig, siginfo_t *info, void *ucontext)
         if (previous->sa_flags & SA_SIGINFO) previous->sa_sigaction(sig, info, ucontext);
         else previous->sa_handler(sig);
     }
-    int fd = signal_wake_fd;
     uint64_t one = 1;
-    if (fd >= 0) (void)!write(fd, &one, sizeof one);
+    (void)!write(signal_wake_fd, &one, sizeof one);
     errno = saved;
 }
 
-static void wrap_signals(int fd)
+/* The eventfd a handled signal makes readable (made once, EFD_NONBLOCK); -1 if it cannot be. */
+static int signal_wake(void)
 {
-    signal_wake_fd = fd;
+    if (signal_wake_fd < 0) signal_wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+    return signal_wake_fd;
+}
+
+static void wrap_signals(void)
+{
     for (unsigned i = 0; i < WRAPPED_SIGNALS; i++) {
         struct sigaction old;
         if (sigaction(wrapped_signals[i], NULL, &old) != 0) continue;
-        if (!(old.sa_flags & SA_SIGINFO) && (old.sa_handler == SIG_DFL || old.sa_handler == SIG_IGN)) continue;
+        if (old.sa_flags & SA_SIGINFO ? old.sa_sigaction == on_signal
+                                      : old.sa_handler == SIG_DFL || old.sa_handler == SIG_IGN) continue;
         previous_actions[i] = old;
         struct sigaction wrapper = old;
         wrapper.sa_flags = old.sa_flags | SA_SIGINFO;
@@ -217,12 +229,16 @@ static void wrap_signals(int fd)
     }
 }
 
-/* Puts libfuse's handlers back (fuse_remove_signal_handlers removes only its own). */
+/* Puts libfuse's handlers back (fuse_remove_signal_handlers removes only its own), where
+ * the wrapper is still in place (SA_RESETHAND, or someone else's sigaction, may have
+ * replaced it). */
 static void unwrap_signals(void)
 {
-    signal_wake_fd = -1;
     for (unsigned i = 0; i < WRAPPED_SIGNALS; i++) {
-        if (wrapped[i]) (void)sigaction(wrapped_signals[i], &previous_actions[i], NULL);
+        struct sigaction now;
+        if (wrapped[i] && sigaction(wrapped_signals[i], NULL, &now) == 0 && (now.sa_flags & SA_SIGINFO)
+            && now.sa_sigaction == on_signal)
+            (void)sigaction(wrapped_signals[i], &previous_actions[i], NULL);
         wrapped[i] = 0;
     }
 }
@@ -272,11 +288,10 @@ int cfusetap_readers_serve(int devfd, size_t size, cfusetap_ring_process process
     all.readers = calloc(all.count, sizeof *all.readers);
     if (!all.readers) return -ENOMEM;
     all.stopfd = eventfd(0, EFD_CLOEXEC);
-    int signals = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+    int signals = signal_wake();
     if (all.stopfd < 0 || signals < 0 || fcntl(devfd, F_SETFL, flags | O_NONBLOCK) < 0) {
         int error = errno;
         if (all.stopfd >= 0) close(all.stopfd);
-        if (signals >= 0) close(signals);
         free(all.readers);
         return -error;
     }
@@ -296,7 +311,7 @@ int cfusetap_readers_serve(int devfd, size_t size, cfusetap_ring_process process
     /* Signals (SIGTERM...) reach this thread or another non-reader one; libfuse's handler
      * marks the session exited and the wrapper wakes this thread, which tells the readers.
      * A signal that came before the wrapping is seen by the first look at `exited`. */
-    wrap_signals(signals);
+    wrap_signals();
     struct pollfd wake[2] = { { .fd = all.stopfd, .events = POLLIN }, { .fd = signals, .events = POLLIN } };
     while (!stopping(&all)) {
         if (exited(context)) { stop_all(&all, 0); break; }
@@ -315,7 +330,6 @@ int cfusetap_readers_serve(int devfd, size_t size, cfusetap_ring_process process
     }
     free(all.readers);
     close(all.stopfd);
-    close(signals);
     (void)fcntl(devfd, F_SETFL, flags);
     if (counts) {
         counts->readers = started;

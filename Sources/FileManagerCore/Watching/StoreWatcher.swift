@@ -212,7 +212,10 @@ public final class StoreWatcher: @unchecked Sendable {
                 doWorkLeft()
                 let batch = drain(inline: true)
                 if batch.events > 0 { gather.finished(outside: batch.outside, now: OwnChanges.now()) }
-                let handled = handledBytes.load(ordering: .acquiring)
+                // A waiter's `until` can overshoot (another thread may read between its look at
+                // the queue and at `readBytes`); a queue found empty while `draining` is held
+                // means everything queued before any waiter asked has been handled.
+                let handled = clinux_bytes_queued(inotify) == 0 ? UInt64.max : handledBytes.load(ordering: .acquiring)
                 return waiters.withLock { w in
                     let due = w.filter { $0.until <= handled }
                     w.removeAll { $0.until <= handled }
