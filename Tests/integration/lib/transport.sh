@@ -1,6 +1,7 @@
-# Checks shared by the transports' cases (per-cpu-readers, uring-transport): what each CPU's
-# requests must do, and an fsync that must not hold up its CPU. Both add the requests they
-# made to $ops. Needs common.sh, $PY, $TEST_TMP.
+# Checks shared by the transports' cases (per-cpu-readers, uring-transport,
+# idle-mount-sleeps): what each CPU's requests must do, an fsync that must not hold up its
+# CPU, and an idle daemon that must not run. The first two add the requests they made to
+# $ops. Needs common.sh, $PY, $TEST_TMP.
 
 # _exercise_from_cpu CPU DIR STORE_DIR: from CPU, a 4 MiB file written and read back cold
 # (data replies), 2,000 names created, renamed, listed and removed, and a set-user-ID bit
@@ -98,4 +99,29 @@ PY
     rm -f "$D/dirty" "$D/made-meanwhile"
     _ok "a lookup and a create on CPU 0 answered during an fsync of $("$PY" -c 'import sys; print(round(float(sys.argv[2]) - float(sys.argv[1]), 3))' "$began" "$ended") s ($what)"
     ops=$((ops + 260))
+}
+
+# _threads PID: "TID SWITCHES CPU-NS" for each thread of PID (voluntary + involuntary context
+# switches, and the CPU time of /proc/.../schedstat).
+_threads() {
+    local task
+    for task in /proc/"$1"/task/*; do
+        echo "${task##*/} $(awk '/^(non)?voluntary_ctxt_switches/ { n += $2 } END { print n }' "$task/status" 2>/dev/null) $(cut -d' ' -f1 "$task/schedstat" 2>/dev/null)"
+    done | sort
+}
+
+# _assert_idle WHAT [SECONDS]: after a second to settle (readers woken for nothing pause 4 ms
+# at most, libfuse's surplus workers leave at once), no thread of the mount's daemon runs for
+# SECONDS (3): every thread there before and after has the same switches and CPU time, and
+# none is started meanwhile (one that ends, an idle libdispatch worker, is fine).
+_assert_idle() {
+    local what=$1 seconds=${2:-3} pid before after ran
+    sleep 1
+    pid=$(_daemon_pid)
+    before=$(_threads "$pid")
+    sleep "$seconds"
+    after=$(_threads "$pid")
+    ran=$(join -a 2 <(echo "$before") <(echo "$after") | awk 'NF != 5 || $2 != $4 || $3 != $5')
+    [[ -z $ran ]] || _fail "$what: threads of the idle daemon ran in $seconds s (TID, then switches and CPU ns before and after; a new thread has one pair): $ran"
+    _ok "$what: no thread of the daemon ran in $seconds s idle ($(wc -l <<<"$after") threads)"
 }
