@@ -190,7 +190,6 @@ static void *reader_main(void *arg)
 static const int wrapped_signals[] = { SIGHUP, SIGINT, SIGTERM };
 enum { WRAPPED_SIGNALS = sizeof wrapped_signals / sizeof wrapped_signals[0] };
 static struct sigaction previous_actions[WRAPPED_SIGNALS];
-static int wrapped[WRAPPED_SIGNALS];
 static int signal_wake_fd = -1;
 
 static void on_signal(int sig, siginfo_t *info, void *ucontext)
@@ -225,21 +224,20 @@ static void wrap_signals(void)
         struct sigaction wrapper = old;
         wrapper.sa_flags = old.sa_flags | SA_SIGINFO;
         wrapper.sa_sigaction = on_signal;
-        wrapped[i] = sigaction(wrapped_signals[i], &wrapper, NULL) == 0;
+        (void)sigaction(wrapped_signals[i], &wrapper, NULL);
     }
 }
 
 /* Puts libfuse's handlers back (fuse_remove_signal_handlers removes only its own), where
  * the wrapper is still in place (SA_RESETHAND, or someone else's sigaction, may have
- * replaced it). */
+ * replaced it). Only wrap_signals installs on_signal, having saved what it replaced. */
 static void unwrap_signals(void)
 {
     for (unsigned i = 0; i < WRAPPED_SIGNALS; i++) {
         struct sigaction now;
-        if (wrapped[i] && sigaction(wrapped_signals[i], NULL, &now) == 0 && (now.sa_flags & SA_SIGINFO)
+        if (sigaction(wrapped_signals[i], NULL, &now) == 0 && (now.sa_flags & SA_SIGINFO)
             && now.sa_sigaction == on_signal)
             (void)sigaction(wrapped_signals[i], &previous_actions[i], NULL);
-        wrapped[i] = 0;
     }
 }
 
