@@ -5,6 +5,7 @@
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 enum { IN_HEADER = 40, OP_FSYNC = 20, OP_FSYNCDIR = 30, OP_FALLOCATE = 43, OP_COPY_FILE_RANGE = 47 };
 
@@ -16,7 +17,7 @@ int cfusetap_is_slow(const char *request, size_t length)
     return opcode == OP_FSYNC || opcode == OP_FSYNCDIR || opcode == OP_FALLOCATE || opcode == OP_COPY_FILE_RANGE;
 }
 
-void cfusetap_settle_thread(const char *role, int cpu)
+void cfusetap_settle_thread(const char *role, int cpu, int pin)
 {
     char name[16];
     if (cpu >= 0) snprintf(name, sizeof name, "cfs-%s-%d", role, cpu);
@@ -25,7 +26,7 @@ void cfusetap_settle_thread(const char *role, int cpu)
     sigset_t all;
     sigfillset(&all);
     pthread_sigmask(SIG_BLOCK, &all, NULL);
-    if (cpu < 0) return;
+    if (cpu < 0 || !pin) return;
     cpu_set_t *set = CPU_ALLOC(cpu + 1);
     if (!set) return;
     size_t size = CPU_ALLOC_SIZE(cpu + 1);
@@ -35,17 +36,16 @@ void cfusetap_settle_thread(const char *role, int cpu)
     CPU_FREE(set);
 }
 
-void lane_init(struct lane *lane, const char *role, int cpu)
-{
-    *lane = (struct lane){ .role = role, .cpu = cpu };
-    pthread_mutex_init(&lane->lock, NULL);
-    pthread_cond_init(&lane->ready, NULL);
-}
-
 static void *worker_main(void *arg)
 {
     struct lane *lane = arg;
-    cfusetap_settle_thread(lane->role, lane->cpu);
+    /* Named after the CPU whose requests it serves, but not pinned to it: a worker sleeps on
+     * the disk, and the disk's completion interrupt goes to whichever CPU the device's queue
+     * is bound to. Pinned elsewhere, every wake-up is an interrupt to another (idle, virtual)
+     * processor; unpinned, the scheduler wakes it where the interrupt came in. On this VM
+     * (virtio-blk's queue on CPU 1) an fdatasync of 8 KiB took 318-390 us from a thread
+     * pinned to CPU 0, 215-217 us pinned to CPU 1, and 193-204 us unpinned. */
+    cfusetap_settle_thread(lane->role, lane->cpu, 0);
     pthread_mutex_lock(&lane->lock);
     for (;;) {
         while (!lane->head && !lane->stop) {
@@ -66,12 +66,41 @@ static void *worker_main(void *arg)
     return NULL;
 }
 
+void lane_init(struct lane *lane, const char *role, int cpu)
+{
+    *lane = (struct lane){ .role = role, .cpu = cpu };
+    pthread_mutex_init(&lane->lock, NULL);
+    pthread_cond_init(&lane->ready, NULL);
+    /* A new thread inherits its creator's CPUs, and workers are started by a pinned reader or
+     * queue thread: they get the CPUs of the thread setting the lane up (all the process may
+     * use) instead. */
+    long configured = sysconf(_SC_NPROCESSORS_CONF);
+    int possible = configured > CPU_SETSIZE ? (int)configured : CPU_SETSIZE;
+    lane->allowed = CPU_ALLOC(possible);
+    lane->allowed_size = CPU_ALLOC_SIZE(possible);
+    if (lane->allowed && sched_getaffinity(0, lane->allowed_size, lane->allowed) != 0) {
+        CPU_FREE(lane->allowed);
+        lane->allowed = NULL;
+    }
+}
+
+/* Starts one worker, on the lane's CPUs when they are known. */
+static int start_worker(struct lane *lane, pthread_t *thread)
+{
+    pthread_attr_t attr;
+    if (pthread_attr_init(&attr) != 0) return -1;
+    if (lane->allowed) (void)pthread_attr_setaffinity_np(&attr, lane->allowed_size, lane->allowed);
+    int error = pthread_create(thread, &attr, worker_main, lane);
+    pthread_attr_destroy(&attr);
+    return error;
+}
+
 int lane_hand(struct lane *lane, struct lane_item *item)
 {
     int taken = 0;
     pthread_mutex_lock(&lane->lock);
     if (lane->queued >= lane->idle && lane->started < LANE_WORKERS && !lane->stop
-        && pthread_create(&lane->threads[lane->started], NULL, worker_main, lane) == 0)
+        && start_worker(lane, &lane->threads[lane->started]) == 0)
         lane->started++;
     if (lane->started > 0 && !lane->stop) {
         item->next = NULL;
@@ -98,6 +127,7 @@ void lane_stop(struct lane *lane, int drain)
 
 void lane_destroy(struct lane *lane)
 {
+    if (lane->allowed) CPU_FREE(lane->allowed);
     pthread_cond_destroy(&lane->ready);
     pthread_mutex_destroy(&lane->lock);
 }

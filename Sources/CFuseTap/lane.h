@@ -4,6 +4,7 @@
 #define CFUSETAP_LANE_H
 
 #include <pthread.h>
+#include <sched.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -22,7 +23,9 @@ enum { LANE_WORKERS = 2 };
 
 struct lane {
     const char *role;             /* thread names: cfs-ROLE-CPU */
-    int cpu;                      /* workers are pinned to it (-1: not pinned) */
+    int cpu;                      /* whose requests it serves (names only: workers are not pinned) */
+    cpu_set_t *allowed;           /* workers' CPUs: those of the thread that set the lane up */
+    size_t allowed_size;
     pthread_mutex_t lock;
     pthread_cond_t ready;
     struct lane_item *head, *tail;
@@ -41,7 +44,8 @@ void lane_stop(struct lane *lane, int drain);
 void lane_destroy(struct lane *lane);
 
 /* Names the calling thread "cfs-ROLE-CPU" (ps, top, debuggers; "cfs-ROLE" for cpu -1),
- * blocks every signal (libfuse's own thread takes them) and pins it to `cpu` (if ≥ 0). */
-void cfusetap_settle_thread(const char *role, int cpu);
+ * blocks every signal (libfuse's own thread takes them) and, if `pin`, pins it to `cpu`
+ * (if ≥ 0). */
+void cfusetap_settle_thread(const char *role, int cpu, int pin);
 
 #endif

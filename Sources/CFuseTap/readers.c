@@ -141,7 +141,7 @@ static void *reader_main(void *arg)
 {
     struct reader *reader = arg;
     struct cfusetap_readers *all = reader->all;
-    cfusetap_settle_thread("read", reader->cpu);
+    cfusetap_settle_thread("read", reader->cpu, 1);
     char *buffer = malloc(all->size);
     if (!buffer) { stop_all(all, ENOMEM); return NULL; }
     int woken = 0;

@@ -304,10 +304,10 @@ static void process_request(struct cfusetap_ring *ring, struct ring_entry *e, ch
  *
  * A queue serves its CPU's requests one after the other, so a request that waits on the
  * disk (an fsync: milliseconds) would hold back every other request made on that CPU. Such
- * requests go to the queue's lane instead (lane.c), workers pinned to the same CPU: while a
- * worker sleeps on the disk the queue's thread goes on, and neither hand-over wakes
- * another processor. A reply reaches its queue as a parked request's does (handed over
- * through the eventfd). */
+ * requests go to the queue's lane instead (lane.c): while a worker sleeps on the disk the
+ * queue's thread goes on. Workers are not pinned (the disk wakes them on its interrupt's
+ * CPU, lane.c). A reply reaches its queue as a parked request's does (handed over through
+ * the eventfd). */
 
 static void run_slow(struct lane_item *item)
 {
@@ -590,7 +590,7 @@ static void *queue_main(void *arg)
     struct cfusetap_ring *ring = q->ring;
     /* Requests of a process on CPU n come to queue n: served on that CPU, the caller
      * hands over to this thread without waking another (virtual) processor. */
-    cfusetap_settle_thread("ring", (int)q->qid);
+    cfusetap_settle_thread("ring", (int)q->qid, 1);
 
     pthread_mutex_lock(&ring->lock);
     while (ring->state == WAITING) pthread_cond_wait(&ring->changed, &ring->lock);

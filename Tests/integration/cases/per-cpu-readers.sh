@@ -3,8 +3,9 @@
 # and no other reader; from each CPU in turn a file is written and read back cold, names are
 # created, renamed, listed and removed, a set-ID bit is cleared; a daemon started under
 # `taskset -c 0` has two readers there, and an fsync goes to a slow lane while the lookup and
-# create made meanwhile on CPU 0 are answered; `-o threads=N` serves with libfuse's pool instead. After unmount the daemon's
-# log says how many requests the readers served (at least those made here).
+# create made meanwhile on CPU 0 are answered; the slow lane's workers may run on every CPU
+# the daemon may; `-o threads=N` serves with libfuse's pool instead. After unmount the
+# daemon's log says how many requests the readers served (at least those made here).
 . "$(dirname "$0")/../lib/common.sh"
 . "$(dirname "$0")/../lib/transport.sh"
 _require_root
@@ -43,6 +44,17 @@ wait_readers "$(expected_readers)" "reader threads of the daemon"
 
 ops=0
 _exercise_every_cpu "$D" "$SD"
+
+# The slow lane's workers are not pinned (DESIGN.md 33, "Slow requests"): started by a
+# pinned reader, they still may run on every CPU the daemon may, where the disk wakes them.
+"$PY" -c 'import os, sys
+fd = os.open(sys.argv[1], os.O_WRONLY | os.O_CREAT, 0o644); os.write(fd, b"x"); os.fsync(fd); os.close(fd)' "$D/synced"
+pid=$(_daemon_pid)
+allowed=$(awk '/^Cpus_allowed_list/ { print $2 }' "/proc/$pid/status")
+workers=$(for task in /proc/"$pid"/task/*; do
+    grep -q '^cfs-slow' "$task/comm" 2>/dev/null && awk '/^Cpus_allowed_list/ { print $2 }' "$task/status"
+done | sort -u | tr '\n' ' ')
+_assert_eq "$allowed " "$workers" "CPUs of the slow-lane workers after an fsync"
 fs_umount
 n=$(served)
 [[ -n $n ]] || _fail "no readers' summary in the daemon's log: $(cat "$TEST_TMP/daemon.$_CFS_N.log")"
