@@ -1,6 +1,7 @@
 #define _GNU_SOURCE
 #include "lane.h"
 
+#include <errno.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdio.h>
@@ -66,6 +67,23 @@ static void *worker_main(void *arg)
     return NULL;
 }
 
+/* The calling thread's CPUs (CPU_FREE them), their set's size in `*size`; NULL if they cannot
+ * be told, and the lane's workers then keep the CPU of the thread that starts them. The set
+ * grows until the kernel's mask fits (EINVAL: more possible CPUs than it holds). */
+static cpu_set_t *thread_cpus(size_t *size)
+{
+    long configured = sysconf(_SC_NPROCESSORS_CONF);
+    for (int count = configured > CPU_SETSIZE ? (int)configured : CPU_SETSIZE; count <= (1 << 20); count *= 2) {
+        cpu_set_t *set = CPU_ALLOC(count);
+        if (!set) return NULL;
+        *size = CPU_ALLOC_SIZE(count);
+        if (sched_getaffinity(0, *size, set) == 0) return set;
+        CPU_FREE(set);
+        if (errno != EINVAL) return NULL;
+    }
+    return NULL;
+}
+
 void lane_init(struct lane *lane, const char *role, int cpu)
 {
     *lane = (struct lane){ .role = role, .cpu = cpu };
@@ -74,14 +92,7 @@ void lane_init(struct lane *lane, const char *role, int cpu)
     /* A new thread inherits its creator's CPUs, and workers are started by a pinned reader or
      * queue thread: they get the CPUs of the thread setting the lane up (all the process may
      * use) instead. */
-    long configured = sysconf(_SC_NPROCESSORS_CONF);
-    int possible = configured > CPU_SETSIZE ? (int)configured : CPU_SETSIZE;
-    lane->allowed = CPU_ALLOC(possible);
-    lane->allowed_size = CPU_ALLOC_SIZE(possible);
-    if (lane->allowed && sched_getaffinity(0, lane->allowed_size, lane->allowed) != 0) {
-        CPU_FREE(lane->allowed);
-        lane->allowed = NULL;
-    }
+    lane->allowed = thread_cpus(&lane->allowed_size);
 }
 
 /* Starts one worker, on the lane's CPUs when they are known. */

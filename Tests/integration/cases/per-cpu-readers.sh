@@ -44,17 +44,7 @@ wait_readers "$(expected_readers)" "reader threads of the daemon"
 
 ops=0
 _exercise_every_cpu "$D" "$SD"
-
-# The slow lane's workers are not pinned (DESIGN.md 33, "Slow requests"): started by a
-# pinned reader, they still may run on every CPU the daemon may, where the disk wakes them.
-"$PY" -c 'import os, sys
-fd = os.open(sys.argv[1], os.O_WRONLY | os.O_CREAT, 0o644); os.write(fd, b"x"); os.fsync(fd); os.close(fd)' "$D/synced"
-pid=$(_daemon_pid)
-allowed=$(awk '/^Cpus_allowed_list/ { print $2 }' "/proc/$pid/status")
-workers=$(for task in /proc/"$pid"/task/*; do
-    grep -q '^cfs-slow' "$task/comm" 2>/dev/null && awk '/^Cpus_allowed_list/ { print $2 }' "$task/status"
-done | sort -u | tr '\n' ' ')
-_assert_eq "$allowed " "$workers" "CPUs of the slow-lane workers after an fsync"
+_assert_lane_unpinned "$D" "per-CPU readers"
 fs_umount
 n=$(served)
 [[ -n $n ]] || _fail "no readers' summary in the daemon's log: $(cat "$TEST_TMP/daemon.$_CFS_N.log")"

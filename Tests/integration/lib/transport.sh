@@ -101,6 +101,38 @@ PY
     ops=$((ops + 260))
 }
 
+# _assert_lane_unpinned DIR WHAT: after an fsync through the mount (in DIR), every slow-lane
+# worker (cfs-slow-N) may run on every CPU the daemon's main thread may (DESIGN.md 33, "Slow
+# requests"): started by a pinned reader or queue thread, it must not keep that one CPU.
+# Both masks are read with sched_getaffinity. Skipped when the daemon has one CPU, where a
+# pinned worker would look the same.
+_assert_lane_unpinned() {
+    local D=$1 what=$2 masks
+    "$PY" -c 'import os, sys
+fd = os.open(sys.argv[1], os.O_WRONLY | os.O_CREAT, 0o644); os.write(fd, b"x"); os.fsync(fd); os.close(fd)
+os.unlink(sys.argv[1])' "$D/lane-fsync"
+    masks=$("$PY" - "$(_daemon_pid)" <<'PY'
+import os, sys
+pid = int(sys.argv[1])
+def cpus(tid):
+    return ",".join(map(str, sorted(os.sched_getaffinity(tid))))
+workers = set()
+for tid in os.listdir(f"/proc/{pid}/task"):
+    try:
+        if open(f"/proc/{pid}/task/{tid}/comm").read().startswith("cfs-slow"):
+            workers.add(cpus(int(tid)))
+    except (FileNotFoundError, ProcessLookupError):
+        pass   # a thread that ended meanwhile
+print(cpus(pid), " ".join(sorted(workers)) or "none")
+PY
+    )
+    if [[ ${masks%% *} != *,* ]]; then
+        _ok "SKIP the slow lane's CPUs ($what): the daemon has one CPU (${masks%% *})"
+        return 0
+    fi
+    _assert_eq "${masks%% *}" "${masks#* }" "CPUs of the slow-lane workers after an fsync ($what), against the daemon's"
+}
+
 # _threads PID: "TID SWITCHES CPU-NS" for each thread of PID (voluntary + involuntary context
 # switches, and the CPU time of /proc/.../schedstat).
 _threads() {
