@@ -10,12 +10,14 @@
 
 enum { IN_HEADER = 40, OP_FSYNC = 20, OP_FSYNCDIR = 30, OP_FALLOCATE = 43, OP_COPY_FILE_RANGE = 47 };
 
-int cfusetap_is_slow(const char *request, size_t length)
+int cfusetap_lane_of(const char *request, size_t length)
 {
     uint32_t opcode;
-    if (length < IN_HEADER) return 0;
+    if (length < IN_HEADER) return -1;
     memcpy(&opcode, request + 4, sizeof opcode);   /* fuse_in_header: len, opcode, ... */
-    return opcode == OP_FSYNC || opcode == OP_FSYNCDIR || opcode == OP_FALLOCATE || opcode == OP_COPY_FILE_RANGE;
+    if (opcode == OP_FSYNC || opcode == OP_FSYNCDIR) return LANE_SYNC;
+    if (opcode == OP_FALLOCATE || opcode == OP_COPY_FILE_RANGE) return LANE_LONG;
+    return -1;
 }
 
 void cfusetap_settle_thread(const char *role, int cpu, int pin)
@@ -40,12 +42,7 @@ void cfusetap_settle_thread(const char *role, int cpu, int pin)
 static void *worker_main(void *arg)
 {
     struct lane *lane = arg;
-    /* Named after the CPU whose requests it serves, but not pinned to it: a worker sleeps on
-     * the disk, and the disk's completion interrupt goes to whichever CPU the device's queue
-     * is bound to. Pinned elsewhere, every wake-up is an interrupt to another (idle, virtual)
-     * processor; unpinned, the scheduler wakes it where the interrupt came in. On this VM
-     * (virtio-blk's queue on CPU 1) an fdatasync of 8 KiB took 318-390 us from a thread
-     * pinned to CPU 0, 215-217 us pinned to CPU 1, and 193-204 us unpinned. */
+    /* Its CPUs were set when it was started (lane->allowed). */
     cfusetap_settle_thread(lane->role, lane->cpu, 0);
     pthread_mutex_lock(&lane->lock);
     for (;;) {
@@ -84,14 +81,23 @@ static cpu_set_t *thread_cpus(size_t *size)
     return NULL;
 }
 
-void lane_init(struct lane *lane, const char *role, int cpu)
+void lane_init(struct lane *lane, const char *role, int cpu, int pinned)
 {
     *lane = (struct lane){ .role = role, .cpu = cpu };
     pthread_mutex_init(&lane->lock, NULL);
     pthread_cond_init(&lane->ready, NULL);
+    if (pinned && cpu >= 0) {
+        lane->allowed = CPU_ALLOC(cpu + 1);
+        lane->allowed_size = CPU_ALLOC_SIZE(cpu + 1);
+        if (lane->allowed) {
+            CPU_ZERO_S(lane->allowed_size, lane->allowed);
+            CPU_SET_S(cpu, lane->allowed_size, lane->allowed);
+        }
+        return;
+    }
     /* A new thread inherits its creator's CPUs, and workers are started by a pinned reader or
-     * queue thread: they get the CPUs of the thread setting the lane up (all the process may
-     * use) instead. */
+     * queue thread: unpinned workers get the CPUs of the thread setting the lane up (all the
+     * process may use) instead. */
     lane->allowed = thread_cpus(&lane->allowed_size);
 }
 

@@ -33,8 +33,8 @@
  * is also the longest a request waits when every other reader pauses and the one still
  * polling is busy with a long request (a cold read).
  *
- * Requests that wait on the disk (FSYNC and kin) go to the reader's slow lane (lane.c), so
- * that the reader goes on with its CPU's other requests. Every other request runs on the
+ * Requests that may take long (FSYNC and kin) go to one of the reader's slow lanes
+ * (lane.c), so that the reader goes on with its CPU's other requests. Every other request runs on the
  * reader that took it, so at most one request per CPU runs at a time outside the lanes; a
  * request that waits for a coordinated claim does not hold its reader (it is parked). */
 
@@ -49,7 +49,7 @@ struct reader {
     int cpu;                  /* pinned to it; -1: not pinned */
     pthread_t thread;
     int started;
-    struct lane slow;
+    struct lane lanes[LANE_KINDS];
 };
 
 struct cfusetap_readers {
@@ -91,14 +91,15 @@ static void serve(struct reader *reader, char *request, size_t length)
 {
     struct cfusetap_readers *all = reader->all;
     atomic_fetch_add_explicit(&all->requests, 1, memory_order_relaxed);
-    if (cfusetap_is_slow(request, length)) {
+    int kind = cfusetap_lane_of(request, length);
+    if (kind >= 0) {
         struct slow_request *r = malloc(sizeof *r + length);
         if (r) {
             r->item.run = run_slow;
             r->all = all;
             r->length = length;
             memcpy(r->bytes, request, length);
-            if (lane_hand(&reader->slow, &r->item)) return;
+            if (lane_hand(&reader->lanes[kind], &r->item)) return;
             free(r);
         }
     }
@@ -299,7 +300,8 @@ int cfusetap_readers_serve(int devfd, size_t size, cfusetap_ring_process process
         struct reader *r = &all.readers[i];
         r->all = &all;
         r->cpu = cpus[i];
-        lane_init(&r->slow, "slow", cpus[i]);
+        lane_init(&r->lanes[LANE_SYNC], "sync", cpus[i], 0);
+        lane_init(&r->lanes[LANE_LONG], "slow", cpus[i], 1);
         int error = pthread_create(&r->thread, NULL, reader_main, r);
         r->started = error == 0;
         if (error) failure = error; else started++;
@@ -323,8 +325,10 @@ int cfusetap_readers_serve(int devfd, size_t size, cfusetap_ring_process process
         if (r->started) pthread_join(r->thread, NULL);
         /* Queued fsyncs still run: after a signal the connection is alive and they are owed
          * an answer (after an unmount their replies just fail). */
-        lane_stop(&r->slow, 1);
-        lane_destroy(&r->slow);
+        for (int kind = 0; kind < LANE_KINDS; kind++) {
+            lane_stop(&r->lanes[kind], 1);
+            lane_destroy(&r->lanes[kind]);
+        }
     }
     free(all.readers);
     close(all.stopfd);

@@ -87,7 +87,7 @@ struct ring_entry {
     uint64_t last_commit;         /* to issue again after EAGAIN/EINTR */
     struct ring_entry *next_handed;
     int dead;
-    /* in the slow lane: the request laid out, waiting for a worker */
+    /* in a slow lane: the request laid out, waiting for a worker */
     struct lane_item slow;
     char *request;
     uint32_t length;
@@ -115,7 +115,7 @@ struct ring_queue {
     struct ring_entry *handed;
     struct ring_entry **entries;  /* MAX_ENTRIES slots, `count` of them made */
     _Atomic unsigned count;
-    struct lane slow;             /* see "the slow lane" */
+    struct lane lanes[LANE_KINDS]; /* see "the slow lanes" */
 };
 
 enum { WAITING, SERVING, DECLINED, STOPPING };
@@ -300,14 +300,14 @@ static void process_request(struct cfusetap_ring *ring, struct ring_entry *e, ch
     }
 }
 
-/* MARK: the slow lane
+/* MARK: the slow lanes
  *
  * A queue serves its CPU's requests one after the other, so a request that waits on the
  * disk (an fsync: milliseconds) would hold back every other request made on that CPU. Such
- * requests go to the queue's lane instead (lane.c): while a worker sleeps on the disk the
- * queue's thread goes on. Workers are not pinned (the disk wakes them on its interrupt's
- * CPU, lane.c). A reply reaches its queue as a parked request's does (handed over through
- * the eventfd). */
+ * requests go to one of the queue's lanes instead (lane.c: fsyncs to unpinned workers, which
+ * the disk wakes on its interrupt's CPU; fallocate and copy_file_range to workers pinned to
+ * the queue's CPU): while a worker waits the queue's thread goes on. A reply reaches its
+ * queue as a parked request's does (handed over through the eventfd). */
 
 static void run_slow(struct lane_item *item)
 {
@@ -344,7 +344,8 @@ static void serve(struct ring_queue *q, struct ring_entry *e)
     e->request = start;
     e->length = len;
     e->slow.run = run_slow;
-    if (!cfusetap_is_slow(start, len) || !lane_hand(&q->slow, &e->slow)) process_request(ring, e, start, len);
+    int kind = cfusetap_lane_of(start, len);
+    if (kind < 0 || !lane_hand(&q->lanes[kind], &e->slow)) process_request(ring, e, start, len);
     serving = NULL;
 }
 
@@ -657,7 +658,7 @@ static void *queue_main(void *arg)
 
 static void free_queue(struct ring_queue *q)
 {
-    lane_stop(&q->slow, 0);
+    for (int kind = 0; kind < LANE_KINDS; kind++) lane_stop(&q->lanes[kind], 0);
     if (q->fd >= 0) {
         munmap(q->sqes, q->sqes_size);
         munmap(q->rings, q->rings_size);
@@ -667,7 +668,7 @@ static void free_queue(struct ring_queue *q)
     unsigned count = atomic_load_explicit(&q->count, memory_order_relaxed);
     for (unsigned i = 0; q->entries && i < count; i++) free_entry(q->entries[i], q->ring->payload);
     free(q->entries);
-    lane_destroy(&q->slow);
+    for (int kind = 0; kind < LANE_KINDS; kind++) lane_destroy(&q->lanes[kind]);
     pthread_mutex_destroy(&q->lock);
 }
 
@@ -716,7 +717,8 @@ struct cfusetap_ring *cfusetap_ring_new(unsigned depth, size_t payload, cfusetap
         q->fd = -1;
         q->eventfd = -1;
         pthread_mutex_init(&q->lock, NULL);
-        lane_init(&q->slow, "slow", (int)qid);
+        lane_init(&q->lanes[LANE_SYNC], "sync", (int)qid, 0);
+        lane_init(&q->lanes[LANE_LONG], "slow", (int)qid, 1);
     }
     for (unsigned qid = 0; qid < ring->nqueues && !*error; qid++) {
         struct ring_queue *q = &ring->queues[qid];

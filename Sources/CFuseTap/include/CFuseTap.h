@@ -62,9 +62,9 @@ void cfusetap_reply_passthrough(int backing_id);
 /* FUSE over io_uring (kernel 6.14, DESIGN.md 31): one queue per possible CPU, served by a
  * thread pinned to it, so a request is answered on the CPU that made it. `process` gets
  * each request laid out as a read(2) of /dev/fuse would give it (header, arguments), on the
- * queue's thread (requests that wait on the disk, such as FSYNC, on a worker of the queue's
- * slow lane, so they do not hold up the queue); replies go through the tap's writev/
- * splice_send, which commit them to the entry they answer (from any thread). The ring is
+ * queue's thread (requests that wait on the disk, such as FSYNC, on a worker of one of the
+ * queue's slow lanes, so they do not hold up the queue); replies go through the tap's
+ * writev/splice_send, which commit them to the entry they answer (from any thread). The ring is
  * made before the mount (its threads wait), attached to the session's /dev/fuse descriptor
  * before INIT is read; the queues register once the INIT reply, offering
  * FUSE_OVER_IO_URING, is out. A queue that cannot go on ends
@@ -100,9 +100,9 @@ void cfusetap_ring_stop(struct cfusetap_ring *ring);
  * pinned to each CPU this process may run on (up to 16; two on a single CPU) waits in
  * poll(2), so that the reader on the caller's CPU serves its request without waking another
  * processor. `process` gets each request as read(2) gave it, on the reader's thread (FSYNC
- * and kin on a worker of the reader's slow lane, not pinned). Serves on the calling thread's
- * behalf until the kernel ends the session (0), `exited(context)` says the session was told
- * to stop (0), or reading fails (-errno). */
+ * and kin on a worker of one of the reader's slow lanes, lane.h). Serves on the calling
+ * thread's behalf until the kernel ends the session (0), `exited(context)` says the session
+ * was told to stop (0), or reading fails (-errno). */
 typedef int (*cfusetap_exited)(void *context);
 struct cfusetap_readers_counts {
     unsigned readers;

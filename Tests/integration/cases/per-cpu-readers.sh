@@ -3,9 +3,10 @@
 # and no other reader; from each CPU in turn a file is written and read back cold, names are
 # created, renamed, listed and removed, a set-ID bit is cleared; a daemon started under
 # `taskset -c 0` has two readers there, and an fsync goes to a slow lane while the lookup and
-# create made meanwhile on CPU 0 are answered; the slow lane's workers may run on every CPU
-# the daemon may; `-o threads=N` serves with libfuse's pool instead. After unmount the
-# daemon's log says how many requests the readers served (at least those made here).
+# create made meanwhile on CPU 0 are answered; the fsync lane's workers may run on every CPU
+# the daemon may, the fallocate lane's on their reader's CPU alone; `-o threads=N` serves
+# with libfuse's pool instead. After unmount the daemon's log says how many requests the
+# readers served (at least those made here).
 . "$(dirname "$0")/../lib/common.sh"
 . "$(dirname "$0")/../lib/transport.sh"
 _require_root
@@ -44,7 +45,7 @@ wait_readers "$(expected_readers)" "reader threads of the daemon"
 
 ops=0
 _exercise_every_cpu "$D" "$SD"
-_assert_lane_unpinned "$D" "per-CPU readers"
+_assert_lane_cpus "$D" "per-CPU readers"
 fs_umount
 n=$(served)
 [[ -n $n ]] || _fail "no readers' summary in the daemon's log: $(cat "$TEST_TMP/daemon.$_CFS_N.log")"
@@ -52,7 +53,7 @@ n=$(served)
 _ok "the per-CPU readers served $n requests (at least $ops made here)"
 
 # One CPU allowed: two readers there. An fsync goes to a slow lane (whose worker, started
-# on demand, is a thread named cfs-slow-0) and the lookup and create made meanwhile on CPU 0
+# on demand, is a thread named cfs-sync-0) and the lookup and create made meanwhile on CPU 0
 # are answered before it returns.
 _CFS_WRAP=(taskset -c 0)
 fs_mount
@@ -60,9 +61,9 @@ _CFS_WRAP=()
 stat "$D" >/dev/null
 wait_readers "cfs-read-0:0 cfs-read-0:0 " "reader threads of a daemon run under taskset -c 0"
 ops=0
-_assert_eq "0" "$(cat /proc/"$(_daemon_pid)"/task/*/comm | grep -c '^cfs-slow')" "slow-lane workers before any fsync"
+_assert_eq "0" "$(cat /proc/"$(_daemon_pid)"/task/*/comm | grep -c '^cfs-s')" "slow-lane workers before any fsync"
 _fsync_meanwhile "$D" "$SD" "the daemon's readers are on CPU 0"
-_assert_eq "1" "$(cat /proc/"$(_daemon_pid)"/task/*/comm | grep -c '^cfs-slow-0$')" "slow-lane workers after one fsync"
+_assert_eq "1" "$(cat /proc/"$(_daemon_pid)"/task/*/comm | grep -c '^cfs-sync-0$')" "fsync-lane workers after one fsync"
 fs_umount
 n=$(served)
 ((n >= ops)) || _fail "the readers served ${n:-no} requests, fewer than the $ops made here"

@@ -101,36 +101,42 @@ PY
     ops=$((ops + 260))
 }
 
-# _assert_lane_unpinned DIR WHAT: after an fsync through the mount (in DIR), every slow-lane
-# worker (cfs-slow-N) may run on every CPU the daemon's main thread may (DESIGN.md 33, "Slow
-# requests"): started by a pinned reader or queue thread, it must not keep that one CPU.
-# Both masks are read with sched_getaffinity. Skipped when the daemon has one CPU, where a
+# _assert_lane_cpus DIR WHAT: after an fsync and a fallocate through the mount (in DIR),
+# the slow lanes' workers run where DESIGN.md 33 ("Slow requests") says: a fsync lane's
+# (cfs-sync-N), started by a pinned reader or queue thread, may still run on every CPU the
+# daemon's main thread may; a fallocate lane's (cfs-slow-N) on CPU N alone. Masks are read
+# with sched_getaffinity. The first check is skipped when the daemon has one CPU, where a
 # pinned worker would look the same.
-_assert_lane_unpinned() {
+_assert_lane_cpus() {
     local D=$1 what=$2 masks
     "$PY" -c 'import os, sys
-fd = os.open(sys.argv[1], os.O_WRONLY | os.O_CREAT, 0o644); os.write(fd, b"x"); os.fsync(fd); os.close(fd)
-os.unlink(sys.argv[1])' "$D/lane-fsync"
+fd = os.open(sys.argv[1], os.O_WRONLY | os.O_CREAT, 0o644); os.write(fd, b"x"); os.fsync(fd)
+os.posix_fallocate(fd, 0, 65536); os.close(fd); os.unlink(sys.argv[1])' "$D/lane-fsync"
     masks=$("$PY" - "$(_daemon_pid)" <<'PY'
 import os, sys
 pid = int(sys.argv[1])
 def cpus(tid):
     return ",".join(map(str, sorted(os.sched_getaffinity(tid))))
-workers = set()
+sync, slow = set(), []
 for tid in os.listdir(f"/proc/{pid}/task"):
     try:
-        if open(f"/proc/{pid}/task/{tid}/comm").read().startswith("cfs-slow"):
-            workers.add(cpus(int(tid)))
+        name = open(f"/proc/{pid}/task/{tid}/comm").read().strip()
+        if name.startswith("cfs-sync"):
+            sync.add(cpus(int(tid)))
+        elif name.startswith("cfs-slow-"):
+            slow.append("ok" if cpus(int(tid)) == name.rsplit("-", 1)[1] else f"{name}:{cpus(int(tid))}")
     except (FileNotFoundError, ProcessLookupError):
         pass   # a thread that ended meanwhile
-print(cpus(pid), " ".join(sorted(workers)) or "none")
+print(cpus(pid), " ".join(sorted(sync)) or "none", "|", " ".join(sorted(set(slow))) or "none")
 PY
     )
+    _assert_eq "ok" "${masks#*| }" "fallocate-lane workers each on its own CPU alone ($what)"
+    masks=${masks% |*}
     if [[ ${masks%% *} != *,* ]]; then
-        _ok "SKIP the slow lane's CPUs ($what): the daemon has one CPU (${masks%% *})"
+        _ok "SKIP the fsync lane's CPUs ($what): the daemon has one CPU (${masks%% *})"
         return 0
     fi
-    _assert_eq "${masks%% *}" "${masks#* }" "CPUs of the slow-lane workers after an fsync ($what), against the daemon's"
+    _assert_eq "${masks%% *}" "${masks#* }" "CPUs of the fsync-lane workers ($what), against the daemon's"
 }
 
 # _threads PID: "TID SWITCHES CPU-NS" for each thread of PID (voluntary + involuntary context
