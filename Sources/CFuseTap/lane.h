@@ -35,7 +35,8 @@ enum { LANE_WORKERS = 2 };
 struct lane {
     const char *role;             /* thread names: cfs-ROLE-CPU */
     int cpu;                      /* whose requests it serves */
-    cpu_set_t *allowed;           /* workers' CPUs: `cpu` alone, or the set-up thread's (NULL: unknown) */
+    cpu_set_t *allowed;           /* workers' CPUs: `cpu` alone, or the set-up thread's;
+                                   * NULL: unknown (they inherit their starter's) */
     size_t allowed_size;
     pthread_mutex_t lock;
     pthread_cond_t ready;

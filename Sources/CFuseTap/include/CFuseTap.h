@@ -64,9 +64,9 @@ void cfusetap_reply_passthrough(int backing_id);
  * each request laid out as a read(2) of /dev/fuse would give it (header, arguments), on the
  * queue's thread (requests that wait on the disk, such as FSYNC, on a worker of one of the
  * queue's slow lanes, so they do not hold up the queue); replies go through the tap's
- * writev/splice_send, which commit them to the entry they answer (from any thread). The ring is
- * made before the mount (its threads wait), attached to the session's /dev/fuse descriptor
- * before INIT is read; the queues register once the INIT reply, offering
+ * writev/splice_send, which commit them to the entry they answer (from any thread). The
+ * ring is made before the mount (its threads wait), attached to the session's /dev/fuse
+ * descriptor before INIT is read; the queues register once the INIT reply, offering
  * FUSE_OVER_IO_URING, is out. A queue that cannot go on ends
  * the session with SIGTERM (its CPU's callers would wait for good otherwise). */
 typedef void (*cfusetap_ring_process)(void *context, void *request, size_t length);
