@@ -86,19 +86,21 @@ void lane_init(struct lane *lane, const char *role, int cpu, int pinned)
     *lane = (struct lane){ .role = role, .cpu = cpu };
     pthread_mutex_init(&lane->lock, NULL);
     pthread_cond_init(&lane->ready, NULL);
-    if (pinned && cpu >= 0) {
-        lane->allowed = CPU_ALLOC(cpu + 1);
-        lane->allowed_size = CPU_ALLOC_SIZE(cpu + 1);
-        if (lane->allowed) {
-            CPU_ZERO_S(lane->allowed_size, lane->allowed);
-            CPU_SET_S(cpu, lane->allowed_size, lane->allowed);
-        }
-        return;
-    }
     /* A new thread inherits its creator's CPUs, and workers are started by a pinned reader or
      * queue thread: unpinned workers get the CPUs of the thread setting the lane up (all the
      * process may use) instead. */
     lane->allowed = thread_cpus(&lane->allowed_size);
+    /* Pinned workers get `cpu` alone, if the process may run there: an io_uring queue exists
+     * for every possible CPU, also one a cpuset keeps the daemon off, where a worker pinned
+     * to it could not even be started. */
+    if (!pinned || cpu < 0 || (lane->allowed && !CPU_ISSET_S(cpu, lane->allowed_size, lane->allowed))) return;
+    cpu_set_t *one = CPU_ALLOC(cpu + 1);
+    if (!one) return;
+    if (lane->allowed) CPU_FREE(lane->allowed);
+    lane->allowed = one;
+    lane->allowed_size = CPU_ALLOC_SIZE(cpu + 1);
+    CPU_ZERO_S(lane->allowed_size, lane->allowed);
+    CPU_SET_S(cpu, lane->allowed_size, lane->allowed);
 }
 
 /* Starts one worker, on the lane's CPUs when they are known. */

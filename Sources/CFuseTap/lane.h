@@ -7,8 +7,9 @@
  *              halted vCPU (an fdatasync of 8 KiB here: 318-390 us pinned to CPU 0, 215-217
  *              pinned to CPU 1 where virtio-blk interrupts, 193-204 unpinned).
  *   LANE_LONG  FALLOCATE, COPY_FILE_RANGE: mostly the CPU and the page cache. Workers pinned
- *              to the reader's CPU ("cfs-slow-N"), so that neither hand-over wakes another
- *              processor (unpinned, fallocate of 64 KiB took 51-67 us instead of 16-34). */
+ *              to the reader's or queue's CPU ("cfs-slow-N"), so that neither hand-over
+ *              wakes another processor (unpinned, fallocate of 64 KiB took 51-67 us instead
+ *              of 16-34); unpinned where that CPU is unknown or not the process's. */
 #ifndef CFUSETAP_LANE_H
 #define CFUSETAP_LANE_H
 
@@ -46,7 +47,8 @@ struct lane {
     pthread_t threads[LANE_WORKERS];
 };
 
-/* `pinned`: workers run on `cpu` alone; else on the CPUs of the calling thread. */
+/* `pinned`: workers run on `cpu` alone (if known and the calling thread may run there);
+ * else on the CPUs of the calling thread. */
 void lane_init(struct lane *lane, const char *role, int cpu, int pinned);
 /* 1 if a worker will run the item (started now if none is idle, up to LANE_WORKERS); 0 if
  * none can: run it on the calling thread. */

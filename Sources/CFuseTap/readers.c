@@ -34,9 +34,10 @@
  * polling is busy with a long request (a cold read).
  *
  * Requests that may take long (FSYNC and kin) go to one of the reader's slow lanes
- * (lane.c), so that the reader goes on with its CPU's other requests. Every other request runs on the
- * reader that took it, so at most one request per CPU runs at a time outside the lanes; a
- * request that waits for a coordinated claim does not hold its reader (it is parked). */
+ * (lane.c), so that the reader goes on with its CPU's other requests. Every other request
+ * runs on the reader that took it, so at most one request per CPU runs at a time outside the
+ * lanes; a request that waits for a coordinated claim does not hold its reader (it is
+ * parked). */
 
 enum {
     PAUSE_NS = 1000000,       /* after a wake-up for nothing; doubled up to PAUSE_NS << MAX_DOUBLINGS */
@@ -323,8 +324,8 @@ int cfusetap_readers_serve(int devfd, size_t size, cfusetap_ring_process process
     for (unsigned i = 0; i < all.count; i++) {
         struct reader *r = &all.readers[i];
         if (r->started) pthread_join(r->thread, NULL);
-        /* Queued fsyncs still run: after a signal the connection is alive and they are owed
-         * an answer (after an unmount their replies just fail). */
+        /* Queued fsyncs (and fallocates, copies) still run: after a signal the connection is
+         * alive and they are owed an answer (after an unmount their replies just fail). */
         for (int kind = 0; kind < LANE_KINDS; kind++) {
             lane_stop(&r->lanes[kind], 1);
             lane_destroy(&r->lanes[kind]);
