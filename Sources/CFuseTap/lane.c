@@ -20,6 +20,17 @@ int cfusetap_lane_of(const char *request, size_t length)
     return -1;
 }
 
+/* A set of `cpu` alone (CPU_FREE it), its size in `*size`; NULL if it cannot be made. */
+static cpu_set_t *one_cpu(int cpu, size_t *size)
+{
+    cpu_set_t *set = CPU_ALLOC(cpu + 1);
+    if (!set) return NULL;
+    *size = CPU_ALLOC_SIZE(cpu + 1);
+    CPU_ZERO_S(*size, set);
+    CPU_SET_S(cpu, *size, set);
+    return set;
+}
+
 void cfusetap_settle_thread(const char *role, int cpu, int pin)
 {
     char name[16];
@@ -30,11 +41,9 @@ void cfusetap_settle_thread(const char *role, int cpu, int pin)
     sigfillset(&all);
     pthread_sigmask(SIG_BLOCK, &all, NULL);
     if (cpu < 0 || !pin) return;
-    cpu_set_t *set = CPU_ALLOC(cpu + 1);
+    size_t size;
+    cpu_set_t *set = one_cpu(cpu, &size);
     if (!set) return;
-    size_t size = CPU_ALLOC_SIZE(cpu + 1);
-    CPU_ZERO_S(size, set);
-    CPU_SET_S(cpu, size, set);
     (void)sched_setaffinity(0, size, set);
     CPU_FREE(set);
 }
@@ -64,10 +73,7 @@ static void *worker_main(void *arg)
     return NULL;
 }
 
-/* The calling thread's CPUs (CPU_FREE them), their set's size in `*size`; NULL if they cannot
- * be told, and the lane's workers then keep the CPU of the thread that starts them. The set
- * grows until the kernel's mask fits (EINVAL: more possible CPUs than it holds). */
-static cpu_set_t *thread_cpus(size_t *size)
+cpu_set_t *cfusetap_thread_cpus(size_t *size)
 {
     long configured = sysconf(_SC_NPROCESSORS_CONF);
     for (int count = configured > CPU_SETSIZE ? (int)configured : CPU_SETSIZE; count <= (1 << 20); count *= 2) {
@@ -89,18 +95,17 @@ void lane_init(struct lane *lane, const char *role, int cpu, int pinned)
     /* A new thread inherits its creator's CPUs, and workers are started by a pinned reader or
      * queue thread: unpinned workers get the CPUs of the thread setting the lane up (all the
      * process may use) instead. */
-    lane->allowed = thread_cpus(&lane->allowed_size);
+    lane->allowed = cfusetap_thread_cpus(&lane->allowed_size);
     /* Pinned workers get `cpu` alone, if the process may run there: an io_uring queue exists
      * for every possible CPU, also one a cpuset keeps the daemon off, where a worker pinned
      * to it could not even be started. */
     if (!pinned || cpu < 0 || (lane->allowed && !CPU_ISSET_S(cpu, lane->allowed_size, lane->allowed))) return;
-    cpu_set_t *one = CPU_ALLOC(cpu + 1);
+    size_t size;
+    cpu_set_t *one = one_cpu(cpu, &size);
     if (!one) return;
     if (lane->allowed) CPU_FREE(lane->allowed);
     lane->allowed = one;
-    lane->allowed_size = CPU_ALLOC_SIZE(cpu + 1);
-    CPU_ZERO_S(lane->allowed_size, lane->allowed);
-    CPU_SET_S(cpu, lane->allowed_size, lane->allowed);
+    lane->allowed_size = size;
 }
 
 /* Starts one worker, on the lane's CPUs when they are known. */

@@ -58,6 +58,12 @@ int lane_hand(struct lane *lane, struct lane_item *item);
 void lane_stop(struct lane *lane, int drain);
 void lane_destroy(struct lane *lane);
 
+/* The calling thread's CPUs (CPU_FREE them), their set's size in `*size`; NULL if they
+ * cannot be told. The set grows until the kernel's mask fits (EINVAL: more possible CPUs
+ * than it holds). Without them a lane's workers keep the CPU of the thread that starts them,
+ * and readers go unpinned. */
+cpu_set_t *cfusetap_thread_cpus(size_t *size);
+
 /* Names the calling thread "cfs-ROLE-CPU" (ps, top, debuggers; "cfs-ROLE" for cpu -1),
  * blocks every signal (libfuse's own thread takes them) and, if `pin`, pins it to `cpu`
  * (if ≥ 0). */

@@ -249,17 +249,14 @@ static void unwrap_signals(void)
  * cannot be told. */
 static unsigned allowed_cpus(int *cpus, unsigned max)
 {
-    long configured = sysconf(_SC_NPROCESSORS_CONF);
-    int possible = configured > CPU_SETSIZE ? (int)configured : CPU_SETSIZE;
-    cpu_set_t *set = CPU_ALLOC(possible);
-    size_t size = CPU_ALLOC_SIZE(possible);
+    size_t size;
+    cpu_set_t *set = cfusetap_thread_cpus(&size);
     unsigned count = 0;
-    if (set && sched_getaffinity(0, size, set) == 0) {
-        for (int cpu = 0; cpu < possible && count < max; cpu++) {
-            if (CPU_ISSET_S(cpu, size, set)) cpus[count++] = cpu;
-        }
+    if (!set) return 0;
+    for (int cpu = 0; cpu < (int)(size * 8) && count < max; cpu++) {
+        if (CPU_ISSET_S(cpu, size, set)) cpus[count++] = cpu;
     }
-    if (set) CPU_FREE(set);
+    CPU_FREE(set);
     return count;
 }
 
