@@ -8,10 +8,10 @@
 # parked gets EINTR, also when the interrupt reached libfuse before its request (its queue's
 # thread held with ptrace); an fsync that waits on the disk does not hold up its CPU's other
 # requests, the queues' fsync-lane workers are not pinned to one CPU, their fallocate-lane
-# workers are; an idle ring mount
-# runs no thread for 3 s. After unmount the daemon's log says how many requests the ring
-# carried (at least those made here), that no request but FORGET and INTERRUPT came through /dev/fuse
-# once it had started, and how many interrupts were delivered again.
+# workers are; an idle ring mount runs no thread for 3 s. After unmount the daemon's log
+# says how many requests the ring carried (at least those made here), that no request but
+# FORGET and INTERRUPT came through /dev/fuse once it had started, and how many interrupts
+# were delivered again.
 . "$(dirname "$0")/../lib/common.sh"
 . "$(dirname "$0")/../lib/coordination.sh"
 . "$(dirname "$0")/../lib/transport.sh"
