@@ -119,10 +119,24 @@ pid_t clinux_spawn_daemon(const char *path, char *const argv[], char *const envp
 
 int clinux_pipe_cloexec(int fds[2]) { return pipe2(fds, O_CLOEXEC); }
 
+/* Every item the kernel holds keeps a descriptor (DESIGN.md 28), so the limit bounds how many
+ * inodes the kernel may cache, not anything a user asked for. The limit inherited from a
+ * login shell is often a few thousand; with CAP_SYS_RESOURCE the hard limit is raised to what
+ * the kernel allows a process (fs.nr_open), else the soft one to the hard one. */
 int clinux_raise_nofile_limit(void)
 {
     struct rlimit rl;
     if (getrlimit(RLIMIT_NOFILE, &rl) != 0) return -1;
+    unsigned long long most = 0;
+    FILE *f = fopen("/proc/sys/fs/nr_open", "re");
+    if (f) {
+        if (fscanf(f, "%llu", &most) != 1) most = 0;
+        fclose(f);
+    }
+    if (most > rl.rlim_max) {
+        struct rlimit raised = { .rlim_cur = (rlim_t)most, .rlim_max = (rlim_t)most };
+        if (setrlimit(RLIMIT_NOFILE, &raised) == 0) return 0;
+    }
     rl.rlim_cur = rl.rlim_max;
     return setrlimit(RLIMIT_NOFILE, &rl);
 }
