@@ -20,7 +20,10 @@ import SystemPackage
 /// The daemon's own changes echo back; `OwnChanges` recognises them.
 /// Queue overflow (IN_Q_OVERFLOW) triggers a rescan and `resync`; directories that cannot
 /// be watched (watch limit) make the watcher `incomplete`, which the mount answers with
-/// short cache timeouts instead of long ones: never silence.
+/// short cache timeouts instead of long ones: never silence. Once a quarter of the watches
+/// are gone again (directories removed), a rescan tries to watch every directory, and if it
+/// can, the watcher is complete again (a burst of directories does not slow the mount for
+/// good).
 ///
 /// A request that must see every change made before it (an OPEN) first catches up with
 /// the queue (`isCaughtUp`, `whenCaughtUp`): inotify queues an event before the change's
@@ -44,9 +47,15 @@ public final class StoreWatcher: @unchecked Sendable {
     private var watches: [CInt: Watched] = [:]
     private let logger: Logger
     private let running = Atomic<Bool>(true)
-    /// False once a directory could not be watched.
+    /// False while some directory could not be watched.
     public let complete = Atomic<Bool>(true)
     private var budget = 1024
+    /// While incomplete: below this many watches, a rescan tries again to watch every
+    /// directory (-1: no try due). A quarter fewer each time, so a store that stays too big
+    /// is not walked again and again.
+    private var retryBelow = -1
+    /// How often the watcher gave up; a rescan that adds none sees every directory.
+    private var giveUps = 0
     /// `STORE/trash`: its entries (`.Trash-UID`) sit at the mount root, node 1.
     private var trashInode: UInt64 = 0
     /// Told of each outside change by path, when it wants to be (presenters exist).
@@ -125,9 +134,19 @@ public final class StoreWatcher: @unchecked Sendable {
 
     /// Some directory of the store goes unwatched from now on: short cache timeouts.
     private func giveUpCompleteness(_ why: String) {
+        giveUps += 1
+        retryBelow = watches.count * 3 / 4
         if complete.exchange(false, ordering: .acquiringAndReleasing) {
             logger.warning("\(why); using short cache timeouts")
         }
+    }
+
+    /// A watch ended: while incomplete, perhaps every directory can be watched now.
+    private func watchEnded() {
+        guard watches.count < retryBelow else { return }
+        retryBelow = -1
+        rescanDue = true
+        leaveWork()
     }
 
     /// Watches the directory behind `fd` (taken over) and every directory below it.
@@ -356,7 +375,7 @@ public final class StoreWatcher: @unchecked Sendable {
             return true
         }
         if mask & UInt32(IN_IGNORED) != 0 {
-            if let gone = watches.removeValue(forKey: wd) { Syscall.close(gone.fd) }
+            if let gone = watches.removeValue(forKey: wd) { Syscall.close(gone.fd); watchEnded() }
             return false
         }
         guard let dir = watches[wd] else { return false }
@@ -429,6 +448,7 @@ public final class StoreWatcher: @unchecked Sendable {
         watches[wd] = nil
         _ = clinux_inotify_rm_watch(inotify, wd)
         Syscall.close(gone.fd)
+        watchEnded()
     }
 
     /// A directory appeared: watch it, then report what it already holds (made before the
@@ -446,10 +466,13 @@ public final class StoreWatcher: @unchecked Sendable {
         }
     }
 
-    /// After an overflow: every directory is watched again and every item the kernel holds
-    /// is invalidated; observers are told to resynchronise.
+    /// After an overflow, or to become complete again: every directory is watched again
+    /// and every item the kernel holds is invalidated (what changed while unwatched is
+    /// dropped); observers are told to resynchronise.
     private func rescan() {
-        logger.warning("inotify queue overflowed; rescanning the store")
+        let incomplete = !complete.load(ordering: .acquiring)
+        logger.warning(incomplete ? "trying to watch every directory of the store again" : "inotify queue overflowed; rescanning the store")
+        let giveUpsBefore = giveUps
         volume.ownChanges.reset()
         watchStore()
         let inodes = volume.items.allInodes()
@@ -459,6 +482,13 @@ public final class StoreWatcher: @unchecked Sendable {
         }
         volume.notify { $0.resync() }
         listener?.storeChanged(.resync(nil))
+        // Long timeouts and kept pages again. The invalidations above are queued first, and
+        // an OPEN waits for its item's (`isCaughtUp`), so no open keeps a page from before.
+        if incomplete && giveUps == giveUpsBefore {
+            retryBelow = -1
+            complete.store(true, ordering: .releasing)
+            logger.notice("every directory of the store is watched again (\(watches.count)); using long cache timeouts")
+        }
     }
 
     /// The mount path (rooted at the mount: `/containers/…`) of `name` in a watched directory: the directory's backing
