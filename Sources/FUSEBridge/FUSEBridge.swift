@@ -2,6 +2,7 @@ import CFuse
 import FileManagerCore
 import Glibc
 import Logging
+import Synchronization
 import SystemPackage
 
 /// Translates kernel requests into `Volume` calls and their results into replies. Nothing
@@ -30,6 +31,9 @@ public final class FUSEBridge: @unchecked Sendable {
     let staleOpens = StaleOpens()
     /// FUSE passthrough of open files' I/O (`-o passthrough`, DESIGN.md 29); nil when off.
     let passthrough: Passthrough?
+    /// The kernel's FUSE protocol minor version, from INIT (0 before it): what notifications
+    /// it understands (FUSE_NOTIFY_PRUNE from 45).
+    let kernelMinor = Atomic<UInt32>(0)
 
     public init(volume: Volume, timeouts: CacheTimeouts, fallbackTimeouts: CacheTimeouts = CacheTimeouts(),
                 watcher: StoreWatcher?, coordination: MountCoordination?, passthrough: Bool = false) {
@@ -82,6 +86,7 @@ public final class FUSEBridge: @unchecked Sendable {
 
     /// INIT: ask for what makes the hot path cheap (see DESIGN.md, decision 9).
     func initialize(_ conn: UnsafeMutablePointer<fuse_conn_info>) {
+        kernelMinor.store(UInt32(conn.pointee.proto_minor), ordering: .releasing)
         var want = conn.pointee.want
         let capable = conn.pointee.capable
         // Splice for replies (reads go from the backing file to the kernel without a copy),

@@ -46,6 +46,34 @@ struct DescriptorShortageTests {
         #expect(recorder.names == ["f1", "f2", "f3"])
     }
 
+    /// Records the items a pruning observer (a kernel with FUSE_NOTIFY_PRUNE) is asked to let go of.
+    final class Pruner: VolumeObserver, Sendable {
+        let pruned = Mutex<[UInt64]>([])
+        let entries = Mutex<Int>(0)
+        var canLetGo: Bool { true }
+        func letGo(_ inodes: [UInt64]) { pruned.withLock { $0 += inodes } }
+        func entryChanged(parent: UInt64, name: FilePath.Component) { entries.withLock { $0 += 1 } }
+        func itemChanged(_ inode: UInt64) {}
+    }
+
+    @Test func pruningLetsGoOfDirectoriesTooButNotOfOpenFiles() throws {
+        let (t, volume, documents, recorder) = try Self.documents()
+        defer { withExtendedLifetime(t) {} }
+        let pruner = Pruner()
+        volume.addObserver(pruner)
+        let file = try withName("f") { try volume.create(documents, $0, mode: 0o644, flags: O_WRONLY, caller: .current) }.0
+        let (_, _, inUse) = try withName("open") { try volume.create(documents, $0, mode: 0o644, flags: O_WRONLY, caller: .current) }
+        let (sub, _) = try withName("sub") { try volume.mkdir(documents, $0, mode: 0o755, caller: .current) }
+        volume.shedDescriptors()
+        // Pruned (the kernel keeps what is in use), nothing invalidated: no entry is unhashed.
+        let pruned = Set(pruner.pruned.withLock { $0 })
+        #expect(pruned.isSuperset(of: [file.inode, sub.inode, documents.inode]))
+        #expect(!pruned.contains(inUse.item.inode))
+        #expect(!pruned.contains(volume.root.inode))
+        #expect(recorder.names.isEmpty && pruner.entries.withLock { $0 } == 0)
+        withExtendedLifetime(inUse) {}
+    }
+
     @Test func undoingRemovesOnlyWhatTheCallMade() throws {
         let (t, volume, documents, recorder) = try Self.documents()
         defer { withExtendedLifetime(t) {} }

@@ -9,7 +9,9 @@ import SystemPackage
 // the mount need 20,000 descriptors. The limit is raised to the hard limit at start; past
 // it, a lookup fails with EMFILE. Then the daemon asks the kernel to let go of cached
 // entries of files nobody has open (as memory pressure would): the kernel drops them,
-// forgets their inodes, and each FORGET closes a descriptor. Lookups, creates, opens and
+// forgets their inodes, and each FORGET closes a descriptor. A kernel that can prune
+// (FUSE_NOTIFY_PRUNE, which drops an entry only while unused) is asked to let go of
+// directories too. Lookups, creates, opens and
 // opendirs all shed. The failing request itself fails (ENFILE to the caller; no worker
 // waits); an entry it had already made is removed again, so the failed call leaves
 // nothing behind.
@@ -19,11 +21,13 @@ extension Volume {
         error == .tooManyOpenFiles || error == .tooManyOpenFilesInSystem
     }
 
-    /// Asks the observers (the kernel notifier) to invalidate the entries of up to an eighth
-    /// of the items the kernel holds (at least 64), at most once per 100 ms. Only items the
-    /// kernel can let go of without harm: an invalidated entry is unhashed even while in use,
-    /// so a directory (maybe someone's working directory: `getcwd` would fail) or a file
-    /// with open handles is never chosen. Each round starts where the last one stopped.
+    /// Asks the observers (the kernel notifier) to drop the entries of up to an eighth of the
+    /// items the kernel holds (at least 64), at most once per 100 ms. Only items the kernel
+    /// can let go of without harm: an invalidated entry is unhashed even while in use, so
+    /// without pruning a directory (maybe someone's working directory: `getcwd` would fail)
+    /// or a file with open handles is never chosen; a pruned one is dropped only if unused,
+    /// so with pruning directories are chosen too. Each round starts where the last one
+    /// stopped.
     func shedDescriptors() {
         let now = OwnChanges.now()
         let last = lastShedding.load(ordering: .relaxed)
@@ -32,21 +36,28 @@ extension Volume {
         let inodes = items.allInodes()
         guard !inodes.isEmpty else { return }
         let quota = max(64, inodes.count / 8)
-        var told = 0, looked = 0
+        let pruning = observersCanLetGo
+        var chosen: [UInt64] = []
+        var looked = 0
         let start = sheddingCursor.load(ordering: .relaxed) % inodes.count
-        while told < quota && looked < inodes.count {
+        while chosen.count < quota && looked < inodes.count {
             let inode = inodes[(start + looked) % inodes.count]
             looked += 1
-            guard let item = items.item(inode), Volume.mayShed(item), let (parent, name) = item.placement else { continue }
-            notify { $0.entryChanged(parent: parent, name: name) }
-            told += 1
+            guard let item = items.item(inode), Volume.mayShed(item, pruning: pruning) else { continue }
+            if pruning {
+                chosen.append(inode)
+            } else if let (parent, name) = item.placement {
+                notify { $0.entryChanged(parent: parent, name: name) }
+                chosen.append(inode)
+            }
         }
         sheddingCursor.store(start + looked, ordering: .relaxed)
+        if pruning && !chosen.isEmpty { notify { $0.letGo(chosen) } }
     }
 
     /// Whether the kernel may be asked to drop the item's entry to free its descriptor.
-    static func mayShed(_ item: Item) -> Bool {
-        !item.isVirtual && !item.isDirectory && item.openHandles.load(ordering: .relaxed) == 0
+    static func mayShed(_ item: Item, pruning: Bool) -> Bool {
+        !item.isVirtual && (pruning || !item.isDirectory) && item.openHandles.load(ordering: .relaxed) == 0
     }
 
     /// Runs `body`, which opens a descriptor; when there are none left, sheds before failing.

@@ -62,6 +62,9 @@ public final class Volume: Sendable {
         for o in changeObservers.withLock({ $0 }) { body(o) }
     }
 
+    /// Whether an observer can ask the kernel to drop only unused entries (`letGo`).
+    var observersCanLetGo: Bool { changeObservers.withLock { $0 }.contains { $0.canLetGo } }
+
     /// Whether an observer has yet to act on something it was told about the item `inode`.
     func observersHavePendingChanges(for inode: UInt64) -> Bool {
         changeObservers.withLock { $0 }.contains { $0.hasPendingChanges(for: inode) }
@@ -299,6 +302,11 @@ public protocol VolumeObserver: Sendable {
     /// returns true; false when nothing is pending (`body` is not run). Never runs `body`
     /// before returning.
     func afterPendingChanges(for inode: UInt64, _ body: @escaping @Sendable () -> Void) -> Bool
+    /// Whether `letGo` works: the kernel can be asked to drop what it caches of an item only
+    /// where unused (FUSE_NOTIFY_PRUNE), which spares a working directory or an open file.
+    var canLetGo: Bool { get }
+    /// Asks the kernel to drop the unused entries of these items, and so forget the items.
+    func letGo(_ inodes: [UInt64])
 }
 
 extension VolumeObserver {
@@ -307,4 +315,6 @@ extension VolumeObserver {
     public func itemChangedOutside(_ inode: UInt64) { itemChanged(inode) }
     public func hasPendingChanges(for inode: UInt64) -> Bool { false }
     public func afterPendingChanges(for inode: UInt64, _ body: @escaping @Sendable () -> Void) -> Bool { false }
+    public var canLetGo: Bool { false }
+    public func letGo(_ inodes: [UInt64]) {}
 }

@@ -49,7 +49,6 @@ public final class StoreWatcher: @unchecked Sendable {
     private let running = Atomic<Bool>(true)
     /// False while some directory could not be watched.
     public let complete = Atomic<Bool>(true)
-    private var budget = 1024
     /// While incomplete: below this many watches, a rescan tries again to watch every
     /// directory (-1: no try due). A quarter fewer each time, so a store that stays too big
     /// is not walked again and again.
@@ -70,11 +69,6 @@ public final class StoreWatcher: @unchecked Sendable {
         self.logger = logger
         inotify = clinux_inotify_init()
         guard inotify >= 0 else { throw FileManagerError.system(Errno(rawValue: errno), "inotify") }
-        var limit = rlimit()
-        getrlimit(__rlimit_resource_t(RLIMIT_NOFILE.rawValue), &limit)
-        // Each watched directory holds a descriptor: keep at most a quarter of the limit,
-        // leaving the rest to the items the kernel holds; past that, short timeouts.
-        budget = max(1024, Int(min(limit.rlim_cur, 4_000_000)) / 4)
         trashInode = (try? Syscall.fstat(volume.store.trashFD)).map { UInt64($0.st_ino) } ?? 0
         watchStore()
         volume.ownChanges.enabled.store(true, ordering: .releasing)
@@ -132,6 +126,17 @@ public final class StoreWatcher: @unchecked Sendable {
         }
     }
 
+    /// How many directories may be watched: each holds a descriptor, so at most a quarter of
+    /// the descriptor limit (1,024 at least, never more than half), leaving the rest to the
+    /// items the kernel holds; past that, short timeouts. Asked each time: the limit can
+    /// change under a running daemon (prlimit).
+    private static func budget() -> Int {
+        var limit = rlimit()
+        getrlimit(__rlimit_resource_t(RLIMIT_NOFILE.rawValue), &limit)
+        let most = Int(min(limit.rlim_cur, 4_000_000))
+        return max(min(1024, most / 2), most / 4)
+    }
+
     /// Some directory of the store goes unwatched from now on: short cache timeouts.
     private func giveUpCompleteness(_ why: String) {
         giveUps += 1
@@ -152,6 +157,7 @@ public final class StoreWatcher: @unchecked Sendable {
     /// Watches the directory behind `fd` (taken over) and every directory below it.
     private func watchTree(_ fd: CInt, parent: CInt, name: FilePath.Component?) {
         guard fd >= 0 else { return }
+        let budget = Self.budget()
         guard watches.count < budget else {
             giveUpCompleteness("more than \(budget) directories in the store")
             Syscall.close(fd)
