@@ -18,6 +18,7 @@
 #include <unistd.h>
 #include <fcntl.h>
 #include <errno.h>
+#include <limits.h>
 #include <string.h>
 
 /* MARK: fuse_file_info bitfields */
@@ -70,7 +71,8 @@ static inline int cfuse_session_loop_mt(struct fuse_session *se, unsigned int ma
     struct fuse_loop_config *config = fuse_loop_cfg_create();
     if (config == NULL) return -ENOMEM;
     fuse_loop_cfg_set_clone_fd(config, 0);
-    fuse_loop_cfg_set_idle_threads(config, max_idle);
+    /* UINT_MAX is the default (keep every idle thread); libfuse would log it as invalid. */
+    if (max_idle != UINT_MAX) fuse_loop_cfg_set_idle_threads(config, max_idle);
     fuse_loop_cfg_set_max_threads(config, max_threads);
     int rc = fuse_session_loop_mt(se, config);
     fuse_loop_cfg_destroy(config);

@@ -53,6 +53,13 @@ extension Volume {
         }
         sheddingCursor.store(start + looked, ordering: .relaxed)
         if pruning && !chosen.isEmpty { notify { $0.letGo(chosen) } }
+        let logged = lastSheddingLog.load(ordering: .relaxed)
+        if now &- logged >= 60_000_000_000,
+           lastSheddingLog.compareExchange(expected: logged, desired: now, ordering: .relaxed).exchanged {
+            var limit = rlimit()
+            getrlimit(__rlimit_resource_t(RLIMIT_NOFILE.rawValue), &limit)
+            logger.warning("descriptors ran short (limit \(limit.rlim_cur), \(inodes.count) items held by the kernel): asked it to let go of \(chosen.count) \(pruning ? "unused items" : "files' entries") (logged once a minute at most)")
+        }
     }
 
     /// Whether the kernel may be asked to drop the item's entry to free its descriptor.

@@ -30,6 +30,8 @@ public final class Volume: Sendable {
     let lastShedding = Atomic<UInt64>(0)
     /// Where in the table the next shedding starts (each round goes on from the last).
     let sheddingCursor = Atomic<Int>(0)
+    /// When shedding was last logged (once a minute at most).
+    let lastSheddingLog = Atomic<UInt64>(0)
 
     /// The kernel caches writes (FUSE writeback cache): it may read back pages of a file
     /// opened write-only, and it places appends itself.
