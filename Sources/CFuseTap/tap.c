@@ -319,3 +319,38 @@ int cfusetap_backing_close(int devfd, int id)
 }
 
 void cfusetap_reply_passthrough(int backing_id) { reply_backing_id = backing_id; }
+
+/* MARK: FUSE_NOTIFY_PRUNE */
+
+/* <linux/fuse.h> since protocol 7.45 (kernel 6.18); Debian bookworm's headers predate it. */
+#define CFUSETAP_NOTIFY_PRUNE 9
+struct cfusetap_out_header {
+    uint32_t len;
+    int32_t error;   /* a notification's code */
+    uint64_t unique; /* 0: a notification */
+};
+struct cfusetap_notify_prune_out {
+    uint32_t count;
+    uint32_t padding;
+    uint64_t spare;
+};
+_Static_assert(sizeof(struct cfusetap_out_header) == 16, "fuse_out_header");
+_Static_assert(sizeof(struct cfusetap_notify_prune_out) == 16, "fuse_notify_prune_out");
+
+int cfusetap_notify_prune(int devfd, const uint64_t *nodeids, uint32_t count)
+{
+    size_t ids = (size_t)count * sizeof(uint64_t);
+    struct cfusetap_out_header header = {
+        .len = (uint32_t)(sizeof header + sizeof(struct cfusetap_notify_prune_out) + ids),
+        .error = CFUSETAP_NOTIFY_PRUNE,
+        .unique = 0,
+    };
+    struct cfusetap_notify_prune_out out = { .count = count, .padding = 0, .spare = 0 };
+    struct iovec iov[3] = {
+        { .iov_base = &header, .iov_len = sizeof header },
+        { .iov_base = &out, .iov_len = sizeof out },
+        { .iov_base = (void *)nodeids, .iov_len = ids },
+    };
+    /* A write to /dev/fuse is one message, whole or not at all. */
+    return writev(devfd, iov, 3) < 0 ? -errno : 0;
+}

@@ -16,17 +16,21 @@ extension FUSEBridge {
         // The kernel's fuse_file_info lives until the handler returns; a later answer uses a copy.
         let info = fi.pointee
         let caller = reply.caller(clearingSetID: clearsSetID)
+        // Pages are kept only if the watcher saw every change both before this open caught
+        // up and at its answer: one that became complete meanwhile may still have the item's
+        // invalidation queued behind this open (StoreWatcher.rescan).
+        let coherent = isCoherent
         // A truncating open needs no news of the old content and must not wait for page
         // invalidation (under writeback the kernel holds off writeback while it waits, and
         // invalidation may wait for writeback); a name replaced meanwhile still counts.
         if info.flags & O_TRUNC != 0 {
             watcher?.readQueue()
-            return open(reply, item, info, caller)
+            return open(reply, item, info, caller, keepsPages: coherent)
         }
-        afterStoreNews(reply, item.inode) { [self] reply in open(reply, item, info, caller) }
+        afterStoreNews(reply, item.inode) { [self] reply in open(reply, item, info, caller, keepsPages: coherent) }
     }
 
-    private func open(_ reply: consuming Reply, _ item: Item, _ info: fuse_file_info, _ caller: Caller) {
+    private func open(_ reply: consuming Reply, _ item: Item, _ info: fuse_file_info, _ caller: Caller, keepsPages: Bool) {
         let flags = info.flags
         // A name replaced in the store while the kernel still had it cached: the kernel
         // retries the open with a fresh lookup (ESTALE), and opens the new file.
@@ -52,7 +56,7 @@ extension FUSEBridge {
             do {
                 let file = try volume.open(item, flags: flags, caller: caller)
                 info.fh = FUSEBridge.retain(file)
-                let backing = handleMode(&info, file)
+                let backing = handleMode(&info, file, keepsPages: keepsPages)
                 if !reply.open(&info, passthrough: backing) { FUSEBridge.releaseHandle(info.fh, as: OpenFile.self) }
             } catch {
                 reply.fail(error)
@@ -67,10 +71,10 @@ extension FUSEBridge {
     /// kernel, presenters hear at RELEASE), and each FLUSH is a round trip close(2) waits for
     /// (DESIGN.md 30). Under `-o writeback` the kernel sends FLUSH regardless. Lock handlers
     /// (`getlk`/`setlk`) would need FLUSH back: it is the only release of a remote lock.
-    private func handleMode(_ info: inout fuse_file_info, _ file: OpenFile) -> CInt? {
+    private func handleMode(_ info: inout fuse_file_info, _ file: OpenFile, keepsPages: Bool = true) -> CInt? {
         cfuse_fi_set_noflush(&info, 1)
         if let backing = passthrough?.backingID(for: file) { return backing }
-        if file.direct { cfuse_fi_set_direct_io(&info, 1) } else if isCoherent { cfuse_fi_set_keep_cache(&info, 1) }
+        if file.direct { cfuse_fi_set_direct_io(&info, 1) } else if keepsPages && isCoherent { cfuse_fi_set_keep_cache(&info, 1) }
         return nil
     }
 

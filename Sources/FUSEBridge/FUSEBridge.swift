@@ -48,7 +48,7 @@ public final class FUSEBridge: @unchecked Sendable {
     /// Whether the kernel may keep cached data and long-lived entries: only while every
     /// change to the store reaches us (then we invalidate), never on trust.
     @inline(__always)
-    var isCoherent: Bool { watcher?.complete.load(ordering: .relaxed) ?? false }
+    var isCoherent: Bool { watcher?.complete.load(ordering: .acquiring) ?? false }
 
     @inline(__always)
     var timeouts: CacheTimeouts { isCoherent ? coherentTimeouts : fallbackTimeouts }
@@ -87,6 +87,7 @@ public final class FUSEBridge: @unchecked Sendable {
     /// INIT: ask for what makes the hot path cheap (see DESIGN.md, decision 9).
     func initialize(_ conn: UnsafeMutablePointer<fuse_conn_info>) {
         kernelMinor.store(UInt32(conn.pointee.proto_minor), ordering: .releasing)
+        bridgeLogger.info("kernel FUSE protocol \(conn.pointee.proto_major).\(conn.pointee.proto_minor)")
         var want = conn.pointee.want
         let capable = conn.pointee.capable
         // Splice for replies (reads go from the backing file to the kernel without a copy),

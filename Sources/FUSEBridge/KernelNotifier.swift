@@ -1,4 +1,5 @@
 import CFuse
+import CFuseTap
 import FileManagerCore
 import Foundation
 import Synchronization
@@ -83,7 +84,9 @@ public final class KernelNotifier: VolumeObserver, @unchecked Sendable {
 
     // FUSE_NOTIFY_PRUNE (protocol 7.45): the kernel drops the items' entries that nobody
     // uses (no working directory, open file or mount among them) and then forgets the
-    // items. libfuse 3.14 has no call for it, so the message is written here.
+    // items. Gated on the minor the kernel offered in INIT, deliberately: the negotiated
+    // one is libfuse 3.14's (below 45), and the kernel does not check it for
+    // notifications. libfuse 3.14 has no call for it; the tap writes the message.
     public var canLetGo: Bool {
         bridge.kernelMinor.load(ordering: .acquiring) >= 45 && !pruneRefused.load(ordering: .relaxed)
     }
@@ -93,23 +96,12 @@ public final class KernelNotifier: VolumeObserver, @unchecked Sendable {
         enqueue(.prune(inodes))
     }
 
-    /// Writes one FUSE_NOTIFY_PRUNE (header, `fuse_notify_prune_out`, the node ids).
-    private func writePrune(_ inodes: [UInt64]) {
-        let code: Int32 = 9  // FUSE_NOTIFY_PRUNE
-        var header = (len: UInt32(16 + 16 + 8 * inodes.count), error: code, unique: UInt64(0))
-        var out = (count: UInt32(inodes.count), padding: UInt32(0), spare: UInt64(0))
-        let written = withUnsafeMutableBytes(of: &header) { h in
-            withUnsafeMutableBytes(of: &out) { o in
-                inodes.withUnsafeBytes { ids in
-                    var iov = [iovec(iov_base: h.baseAddress, iov_len: 16), iovec(iov_base: o.baseAddress, iov_len: 16),
-                               iovec(iov_base: UnsafeMutableRawPointer(mutating: ids.baseAddress), iov_len: ids.count)]
-                    return writev(fuse_session_fd(session), &iov, 3)
-                }
-            }
+    private func prune(_ inodes: [UInt64]) {
+        let rc = inodes.withUnsafeBufferPointer { ids in
+            cfusetap_notify_prune(fuse_session_fd(session), ids.baseAddress, UInt32(ids.count))
         }
-        if written < 0 && (errno == EINVAL || errno == ENOSYS) {
-            pruneRefused.store(true, ordering: .relaxed)
-            bridgeLogger.notice("the kernel does not prune entries (FUSE_NOTIFY_PRUNE): shedding descriptors spares directories")
+        if rc < 0 && !pruneRefused.exchange(true, ordering: .relaxed) {
+            bridgeLogger.warning("the kernel refused FUSE_NOTIFY_PRUNE (\(Errno(rawValue: -rc))); shedding descriptors spares directories from now on")
         }
     }
 
@@ -156,7 +148,7 @@ public final class KernelNotifier: VolumeObserver, @unchecked Sendable {
                         _ = fuse_lowlevel_notify_inval_entry(session, fuse_ino_t(parent), p, strlen(p))
                     }
                 case .prune(let inodes):
-                    writePrune(inodes)
+                    prune(inodes)
                 case .inode(let inode):
                     _ = fuse_lowlevel_notify_inval_inode(session, fuse_ino_t(inode), 0, 0)
                     let ready = queue.withLock { q -> [@Sendable () -> Void] in

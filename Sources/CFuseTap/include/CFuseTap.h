@@ -59,6 +59,10 @@ int cfusetap_backing_close(int devfd, int id);
 /* The OPEN/CREATE reply this thread sends next carries `backing_id` (0: none again). */
 void cfusetap_reply_passthrough(int backing_id);
 
+/* FUSE_NOTIFY_PRUNE (protocol 7.45, DESIGN.md 28): asks the kernel to drop the unused
+ * entries of these nodes, and so forget them. 0 or -errno. */
+int cfusetap_notify_prune(int devfd, const uint64_t *nodeids, uint32_t count);
+
 /* FUSE over io_uring (kernel 6.14, DESIGN.md 31): one queue per possible CPU, served by a
  * thread pinned to it, so a request is answered on the CPU that made it. `process` gets
  * each request laid out as a read(2) of /dev/fuse would give it (header, arguments), on the

@@ -6,8 +6,8 @@ import SystemPackage
 //
 // Every item the kernel holds keeps an `O_PATH` descriptor (decision 3), so the kernel's
 // dentry cache, not the daemon, decides how many are open: 20,000 files looked up through
-// the mount need 20,000 descriptors. The limit is raised to the hard limit at start; past
-// it, a lookup fails with EMFILE. Then the daemon asks the kernel to let go of cached
+// the mount need 20,000 descriptors. The limit is lifted at start (to fs.nr_open where the
+// daemon may, else the soft one to the hard one); past it, a lookup fails with EMFILE. Then the daemon asks the kernel to let go of cached
 // entries of files nobody has open (as memory pressure would): the kernel drops them,
 // forgets their inodes, and each FORGET closes a descriptor. A kernel that can prune
 // (FUSE_NOTIFY_PRUNE, which drops an entry only while unused) is asked to let go of
@@ -53,13 +53,18 @@ extension Volume {
         }
         sheddingCursor.store(start + looked, ordering: .relaxed)
         if pruning && !chosen.isEmpty { notify { $0.letGo(chosen) } }
+        logShortage(now: now, held: inodes.count, chosen: chosen.count, pruning: pruning)
+    }
+
+    /// Says that descriptors ran short, once a minute at most: an operator sees why calls
+    /// failed with ENFILE.
+    private func logShortage(now: UInt64, held: Int, chosen: Int, pruning: Bool) {
         let logged = lastSheddingLog.load(ordering: .relaxed)
-        if now &- logged >= 60_000_000_000,
-           lastSheddingLog.compareExchange(expected: logged, desired: now, ordering: .relaxed).exchanged {
-            var limit = rlimit()
-            getrlimit(__rlimit_resource_t(RLIMIT_NOFILE.rawValue), &limit)
-            logger.warning("descriptors ran short (limit \(limit.rlim_cur), \(inodes.count) items held by the kernel): asked it to let go of \(chosen.count) \(pruning ? "unused items" : "files' entries") (logged once a minute at most)")
-        }
+        guard now &- logged >= 60_000_000_000,
+              lastSheddingLog.compareExchange(expected: logged, desired: now, ordering: .relaxed).exchanged else { return }
+        var limit = rlimit()
+        getrlimit(__rlimit_resource_t(RLIMIT_NOFILE.rawValue), &limit)
+        logger.warning("descriptors ran short (limit \(limit.rlim_cur), \(held) items held by the kernel): asked it to let go of \(chosen) \(pruning ? "unused items" : "files' entries") (logged once a minute at most)")
     }
 
     /// Whether the kernel may be asked to drop the item's entry to free its descriptor.

@@ -20,10 +20,10 @@ import SystemPackage
 /// The daemon's own changes echo back; `OwnChanges` recognises them.
 /// Queue overflow (IN_Q_OVERFLOW) triggers a rescan and `resync`; directories that cannot
 /// be watched (watch limit) make the watcher `incomplete`, which the mount answers with
-/// short cache timeouts instead of long ones: never silence. Once a quarter of the watches
-/// are gone again (directories removed), a rescan tries to watch every directory, and if it
-/// can, the watcher is complete again (a burst of directories does not slow the mount for
-/// good).
+/// short cache timeouts instead of long ones: never silence. Later a rescan tries again to
+/// watch every directory (after a quarter of the watches are gone, if there were too many
+/// directories; 1 s after giving up, then less and less often), and if it can, the watcher
+/// is complete again: a burst of directories does not slow the mount for good.
 ///
 /// A request that must see every change made before it (an OPEN) first catches up with
 /// the queue (`isCaughtUp`, `whenCaughtUp`): inotify queues an event before the change's
@@ -49,12 +49,26 @@ public final class StoreWatcher: @unchecked Sendable {
     private let running = Atomic<Bool>(true)
     /// False while some directory could not be watched.
     public let complete = Atomic<Bool>(true)
-    /// While incomplete: below this many watches, a rescan tries again to watch every
-    /// directory (-1: no try due). A quarter fewer each time, so a store that stays too big
-    /// is not walked again and again.
+    /// While incomplete: below this many watches a rescan tries again to watch every
+    /// directory (-1: no try due; Int.max: whenever the time comes)...
     private var retryBelow = -1
+    /// ...but not before this time (`OwnChanges.now()`), which backs off from 1 s to 10 min
+    /// while tries fail, so a store that stays too big is not walked again and again.
+    private var retryNotBefore: UInt64 = 0
+    private var retryBackoff: UInt64 = 1_000_000_000
+    /// A try is due (set with `draining` held, done by the watcher thread in `doWorkLeft`).
+    private var retryNow = false
     /// How often the watcher gave up; a rescan that adds none sees every directory.
     private var giveUps = 0
+    /// How many directories may be watched (`refreshBudget`).
+    private var budget = 1024
+    /// Half the inotify watches a user may have (fs.inotify.max_user_watches): the rest
+    /// stays for the other programs of the daemon's user.
+    private let watchLimit: Int = {
+        guard let text = try? String(contentsOfFile: "/proc/sys/fs/inotify/max_user_watches", encoding: .utf8),
+              let n = Int(text.trimmingCharacters(in: .whitespacesAndNewlines)) else { return Int.max }
+        return max(1024, n / 2)
+    }()
     /// `STORE/trash`: its entries (`.Trash-UID`) sit at the mount root, node 1.
     private var trashInode: UInt64 = 0
     /// Told of each outside change by path, when it wants to be (presenters exist).
@@ -70,6 +84,7 @@ public final class StoreWatcher: @unchecked Sendable {
         inotify = clinux_inotify_init()
         guard inotify >= 0 else { throw FileManagerError.system(Errno(rawValue: errno), "inotify") }
         trashInode = (try? Syscall.fstat(volume.store.trashFD)).map { UInt64($0.st_ino) } ?? 0
+        refreshBudget()
         watchStore()
         volume.ownChanges.enabled.store(true, ordering: .releasing)
     }
@@ -128,45 +143,59 @@ public final class StoreWatcher: @unchecked Sendable {
 
     /// How many directories may be watched: each holds a descriptor, so at most a quarter of
     /// the descriptor limit (1,024 at least, never more than half), leaving the rest to the
-    /// items the kernel holds; past that, short timeouts. Asked each time: the limit can
-    /// change under a running daemon (prlimit).
-    private static func budget() -> Int {
+    /// items the kernel holds, and at most `watchLimit`; past that, short timeouts. Asked
+    /// again before each walk and batch of events: the limit can change under a running
+    /// daemon (prlimit).
+    private func refreshBudget() {
         var limit = rlimit()
         getrlimit(__rlimit_resource_t(RLIMIT_NOFILE.rawValue), &limit)
         let most = Int(min(limit.rlim_cur, 4_000_000))
-        return max(min(1024, most / 2), most / 4)
+        budget = min(max(min(1024, most / 2), most / 4), watchLimit)
     }
 
-    /// Some directory of the store goes unwatched from now on: short cache timeouts.
-    private func giveUpCompleteness(_ why: String) {
+    /// Some directory of the store goes unwatched from now on: short cache timeouts. With
+    /// `untilFewerWatches` (too many directories) the next try waits for a quarter of the
+    /// watches to end too; other causes (descriptors, the inotify limit) end elsewhere.
+    private func giveUpCompleteness(_ why: String, untilFewerWatches: Bool = false) {
         giveUps += 1
-        retryBelow = watches.count * 3 / 4
+        retryBelow = untilFewerWatches ? watches.count * 3 / 4 : Int.max
         if complete.exchange(false, ordering: .acquiringAndReleasing) {
             logger.warning("\(why); using short cache timeouts")
+            retryNotBefore = OwnChanges.now() &+ retryBackoff
         }
     }
 
-    /// A watch ended: while incomplete, perhaps every directory can be watched now.
-    private func watchEnded() {
-        guard watches.count < retryBelow else { return }
+    /// While incomplete, whether a try to watch every directory is due now, or when it will
+    /// be: 0 due (and left to the watcher thread), nil none coming, else nanoseconds to wait.
+    /// Called with `draining` held: after events, a watch ending, or the retry timer.
+    @discardableResult
+    private func considerRetry() -> UInt64? {
+        guard retryBelow >= 0, watches.count < retryBelow else { return nil }
+        let now = OwnChanges.now()
+        if now < retryNotBefore { return retryNotBefore - now }
         retryBelow = -1
-        rescanDue = true
+        retryNotBefore = now &+ retryBackoff
+        retryBackoff = min(retryBackoff * 2, 600_000_000_000)
+        retryNow = true
         leaveWork()
+        return 0
     }
 
     /// Watches the directory behind `fd` (taken over) and every directory below it.
     private func watchTree(_ fd: CInt, parent: CInt, name: FilePath.Component?) {
         guard fd >= 0 else { return }
-        let budget = Self.budget()
-        guard watches.count < budget else {
-            giveUpCompleteness("more than \(budget) directories in the store")
-            Syscall.close(fd)
-            return
-        }
         guard let st = try? Syscall.fstat(fd) else { Syscall.close(fd); return }
+        // Watched first, counted after: a directory already watched (inotify answers its
+        // watch) costs nothing more, so a rescan at the budget still walks the whole store.
         let wd = (try? Syscall.withProcPath(fd) { path throws(Errno) in clinux_inotify_add_watch(inotify, path, Self.mask) }) ?? -1
         if wd < 0 {
             giveUpCompleteness("cannot watch every directory of the store (\(Errno(rawValue: errno)))")
+            Syscall.close(fd)
+            return
+        }
+        if watches[wd] == nil && watches.count >= budget {
+            _ = clinux_inotify_rm_watch(inotify, wd)
+            giveUpCompleteness("more than \(budget) directories in the store", untilFewerWatches: true)
             Syscall.close(fd)
             return
         }
@@ -222,10 +251,21 @@ public final class StoreWatcher: @unchecked Sendable {
         var pollers = [pollfd(fd: inotify, events: Int16(POLLIN), revents: 0),
                        pollfd(fd: wakeFD, events: Int16(POLLIN), revents: 0)]
         var gather = WatchGather()
-        // No timeout: everything that gives this thread work (a change, a waiting request,
-        // work left, stop) makes `wakeFD` or the queue readable, so an idle store wakes nobody.
+        // No timeout but the retry timer (while incomplete): everything else that gives this
+        // thread work (a change, a waiting request, work left, stop) makes `wakeFD` or the
+        // queue readable, so an idle store wakes nobody.
+        var timeout = draining.withLock { _ in Self.pollTimeout(considerRetry()) }
         while running.load(ordering: .acquiring) {
-            if poll(&pollers, 2, -1) < 0 { continue }
+            let ready = poll(&pollers, 2, timeout)
+            if ready < 0 { continue }
+            if ready == 0 {
+                timeout = draining.withLock { _ in
+                    let wait = considerRetry()
+                    doWorkLeft()
+                    return Self.pollTimeout(wait == 0 ? considerRetry() : wait)
+                }
+                continue
+            }
             if pollers[1].revents != 0 { clearWake() }
             let waiting = waiters.withLock { !$0.isEmpty } || workLeft.load(ordering: .acquiring)
             if pollers[0].revents == 0 && !waiting { continue }
@@ -237,6 +277,7 @@ public final class StoreWatcher: @unchecked Sendable {
                 doWorkLeft()
                 let batch = drain(inline: true)
                 if batch.events > 0 { gather.finished(outside: batch.outside, now: OwnChanges.now()) }
+                timeout = Self.pollTimeout(considerRetry())
                 // A waiter's `until` can overshoot (another thread may read between its look at
                 // the queue and at `readBytes`); a queue found empty while `draining` is held
                 // means everything queued before any waiter asked has been handled.
@@ -253,13 +294,20 @@ public final class StoreWatcher: @unchecked Sendable {
         for w in waiters.withLock({ w in defer { w.removeAll() }; return w }) { w.then() }
     }
 
+    /// Milliseconds for poll(2) until a retry `considerRetry` said is coming (-1: none).
+    private static func pollTimeout(_ nanoseconds: UInt64?) -> CInt {
+        guard let nanoseconds else { return -1 }
+        return CInt(min(nanoseconds / 1_000_000 + 1, 600_000))
+    }
+
     /// The work request threads left; `draining` held, on the watcher thread.
     private func doWorkLeft() {
         guard workLeft.exchange(false, ordering: .acquiringAndReleasing) else { return }
-        if rescanDue {
-            rescanDue = false
+        if rescanDue || retryNow {
             newDirectories.removeAll()  // the rescan watches them
-            rescan()
+            rescan(afterOverflow: rescanDue)
+            rescanDue = false
+            retryNow = false
         }
         for (parent, name) in newDirectories {
             if let dir = watches[parent] { watchNewDirectory(dir, name) }
@@ -273,6 +321,7 @@ public final class StoreWatcher: @unchecked Sendable {
     /// a notification may wait on the kernel, which may wait on a request), so there the
     /// observers queue it.
     private func drain(inline: Bool, limit: Int? = nil) -> (events: Int, outside: Bool) {
+        refreshBudget()
         var events = 0
         var outside = false
         var left = limit ?? Int.max
@@ -377,11 +426,11 @@ public final class StoreWatcher: @unchecked Sendable {
     /// Handles one event; true when it was a change made outside the mount.
     private func handle(wd: CInt, mask: UInt32, cookie: UInt32, name: FilePath.Component?, inline: Bool) -> Bool {
         if mask & UInt32(IN_Q_OVERFLOW) != 0 {
-            if inline { rescan() } else { rescanDue = true; leaveWork() }
+            if inline { rescan(afterOverflow: true) } else { rescanDue = true; leaveWork() }
             return true
         }
         if mask & UInt32(IN_IGNORED) != 0 {
-            if let gone = watches.removeValue(forKey: wd) { Syscall.close(gone.fd); watchEnded() }
+            if let gone = watches.removeValue(forKey: wd) { Syscall.close(gone.fd); considerRetry() }
             return false
         }
         guard let dir = watches[wd] else { return false }
@@ -454,7 +503,7 @@ public final class StoreWatcher: @unchecked Sendable {
         watches[wd] = nil
         _ = clinux_inotify_rm_watch(inotify, wd)
         Syscall.close(gone.fd)
-        watchEnded()
+        considerRetry()
     }
 
     /// A directory appeared: watch it, then report what it already holds (made before the
@@ -473,14 +522,18 @@ public final class StoreWatcher: @unchecked Sendable {
     }
 
     /// After an overflow, or to become complete again: every directory is watched again
-    /// and every item the kernel holds is invalidated (what changed while unwatched is
-    /// dropped); observers are told to resynchronise.
-    private func rescan() {
+    /// and every item the kernel holds is invalidated (what changed while unwatched, or in
+    /// the events lost, is dropped); observers are told to resynchronise. A try to become
+    /// complete that fails changes nothing else (the queue is intact: the daemon's own
+    /// changes are still recognised).
+    private func rescan(afterOverflow: Bool) {
         let incomplete = !complete.load(ordering: .acquiring)
-        logger.warning(incomplete ? "trying to watch every directory of the store again" : "inotify queue overflowed; rescanning the store")
+        logger.warning(afterOverflow ? "inotify queue overflowed; rescanning the store" : "trying to watch every directory of the store again")
         let giveUpsBefore = giveUps
-        volume.ownChanges.reset()
+        if afterOverflow { volume.ownChanges.reset() }
+        refreshBudget()
         watchStore()
+        guard afterOverflow || giveUps == giveUpsBefore else { return }
         let inodes = volume.items.allInodes()
         for inode in inodes {
             volume.forgetCachedAttributes(inode)
@@ -488,10 +541,12 @@ public final class StoreWatcher: @unchecked Sendable {
         }
         volume.notify { $0.resync() }
         listener?.storeChanged(.resync(nil))
-        // Long timeouts and kept pages again. The invalidations above are queued first, and
-        // an OPEN waits for its item's (`isCaughtUp`), so no open keeps a page from before.
+        // Long timeouts and kept pages again. The invalidations above are queued first and
+        // an OPEN waits for its item's (`isCaughtUp`); one that caught up before this point
+        // keeps no pages (it saw the mount incomplete, FUSEBridge.open).
         if incomplete && giveUps == giveUpsBefore {
             retryBelow = -1
+            retryBackoff = 1_000_000_000
             complete.store(true, ordering: .releasing)
             logger.notice("every directory of the store is watched again (\(watches.count)); using long cache timeouts")
         }

@@ -101,9 +101,10 @@ links = [n for n in os.listdir(store) if n[0] in "sh" and n[1:].isdigit()]
 print(read, "opened;", listed, "listed;", len(links), "links; shortage seen:", shortages > 0)
 PY
 }
-# A little more room: the 100 directories hold 200 descriptors (items and watches) that
-# shedding leaves alone, and a file with two names cached is shed by one of them only
-# (DESIGN.md 28: 170 hard links at this limit leave nothing to shed).
+# A little more room: the 100 directories hold 200 descriptors (items and watches), which
+# shedding leaves alone where the kernel cannot prune, and there a file with two names
+# cached is shed by one of them only (DESIGN.md 28: 170 hard links at this limit left
+# nothing to shed before pruning).
 _assert_ok prlimit --pid "$(_daemon_pid)" --nofile=400:400
 _assert_output "1000 opened; 99 listed; 120 links; shortage seen: True" \
     use_many "$C/Documents" "$TEST_STORE/containers/com.example.fds/Documents"
