@@ -354,3 +354,31 @@ int cfusetap_notify_prune(int devfd, const uint64_t *nodeids, uint32_t count)
     /* A write to /dev/fuse is one message, whole or not at all. */
     return writev(devfd, iov, 3) < 0 ? -errno : 0;
 }
+
+/* MARK: FUSE_NOTIFY_INVAL_ENTRY with FUSE_EXPIRE_ONLY */
+
+/* fuse_notify_inval_entry_out; `flags` since protocol 7.38 (kernel 6.2), padding before. */
+#define CFUSETAP_NOTIFY_INVAL_ENTRY 3
+#define CFUSETAP_EXPIRE_ONLY (1u << 0)
+struct cfusetap_notify_inval_entry_out {
+    uint64_t parent;
+    uint32_t namelen;
+    uint32_t flags;
+};
+_Static_assert(sizeof(struct cfusetap_notify_inval_entry_out) == 16, "fuse_notify_inval_entry_out");
+
+int cfusetap_notify_expire_entry(int devfd, uint64_t parent, const char *name, uint32_t namelen)
+{
+    struct cfusetap_out_header header = {
+        .len = (uint32_t)(sizeof header + sizeof(struct cfusetap_notify_inval_entry_out) + namelen + 1),
+        .error = CFUSETAP_NOTIFY_INVAL_ENTRY,
+        .unique = 0,
+    };
+    struct cfusetap_notify_inval_entry_out out = { .parent = parent, .namelen = namelen, .flags = CFUSETAP_EXPIRE_ONLY };
+    struct iovec iov[3] = {
+        { .iov_base = &header, .iov_len = sizeof header },
+        { .iov_base = &out, .iov_len = sizeof out },
+        { .iov_base = (void *)name, .iov_len = (size_t)namelen + 1 },  /* the name and its NUL */
+    };
+    return writev(devfd, iov, 3) < 0 ? -errno : 0;
+}

@@ -21,6 +21,7 @@ public final class KernelNotifier: VolumeObserver, @unchecked Sendable {
         case entry(parent: UInt64, name: FilePath.Component)
         case inode(UInt64)
         case prune([UInt64])
+        case expire(parent: UInt64, name: FilePath.Component)
     }
 
     struct Queue {
@@ -62,6 +63,20 @@ public final class KernelNotifier: VolumeObserver, @unchecked Sendable {
     public func entryChanged(parent: UInt64, name: FilePath.Component) {
         guard volume.item(parent) != nil else { return }
         enqueue(.entry(parent: parent, name: name))
+    }
+
+    // What a new directory already held when its watch began: most of it is the daemon's
+    // own (`mkdir -p a/b` through the mount), and a process may already work in `a/b`.
+    // An invalidation would unhash that entry and break its `getcwd`; an expiry (protocol
+    // 7.38) makes the kernel look the name up again at its next use, which is all a
+    // negative entry needs. libfuse 3.14 cannot set the flag; the tap writes the message.
+    public func entryMayHaveAppeared(parent: UInt64, name: FilePath.Component) {
+        guard volume.item(parent) != nil else { return }
+        if bridge.kernelMinor.load(ordering: .acquiring) >= 38 {
+            enqueue(.expire(parent: parent, name: name))
+        } else {
+            enqueue(.entry(parent: parent, name: name))
+        }
     }
 
     public func itemChanged(_ inode: UInt64) {
@@ -149,6 +164,12 @@ public final class KernelNotifier: VolumeObserver, @unchecked Sendable {
                     }
                 case .prune(let inodes):
                     prune(inodes)
+                case .expire(let parent, let name):
+                    name.withPlatformString { p in
+                        if cfusetap_notify_expire_entry(fuse_session_fd(session), parent, p, UInt32(strlen(p))) < 0 {
+                            _ = fuse_lowlevel_notify_inval_entry(session, fuse_ino_t(parent), p, strlen(p))
+                        }
+                    }
                 case .inode(let inode):
                     _ = fuse_lowlevel_notify_inval_inode(session, fuse_ino_t(inode), 0, 0)
                     let ready = queue.withLock { q -> [@Sendable () -> Void] in

@@ -63,6 +63,11 @@ void cfusetap_reply_passthrough(int backing_id);
  * entries of these nodes, and so forget them. 0 or -errno. */
 int cfusetap_notify_prune(int devfd, const uint64_t *nodeids, uint32_t count);
 
+/* FUSE_NOTIFY_INVAL_ENTRY with FUSE_EXPIRE_ONLY (protocol 7.38): the entry `name` (NUL
+ * terminated, `namelen` bytes before the NUL) of `parent` is looked up again at its next
+ * use, but not unhashed: a working directory or a mount there is left alone. 0 or -errno. */
+int cfusetap_notify_expire_entry(int devfd, uint64_t parent, const char *name, uint32_t namelen);
+
 /* FUSE over io_uring (kernel 6.14, DESIGN.md 31): one queue per possible CPU, served by a
  * thread pinned to it, so a request is answered on the CPU that made it. `process` gets
  * each request laid out as a read(2) of /dev/fuse would give it (header, arguments), on the

@@ -288,6 +288,10 @@ public final class Volume: Sendable {
 public protocol VolumeObserver: Sendable {
     /// An entry appeared, disappeared or was replaced in the directory `parent`.
     func entryChanged(parent: UInt64, name: FilePath.Component)
+    /// An entry may have appeared in the directory `parent` without the kernel seeing it:
+    /// what it cached of the name must be looked up again, but an entry in use (a working
+    /// directory) must not be dropped.
+    func entryMayHaveAppeared(parent: UInt64, name: FilePath.Component)
     /// An item's data or attributes changed.
     func itemChanged(_ inode: UInt64)
     /// Changes may have been missed (inotify queue overflow): forget what you cached.
@@ -317,6 +321,7 @@ extension VolumeObserver {
     public func itemChangedOutside(_ inode: UInt64) { itemChanged(inode) }
     public func hasPendingChanges(for inode: UInt64) -> Bool { false }
     public func afterPendingChanges(for inode: UInt64, _ body: @escaping @Sendable () -> Void) -> Bool { false }
+    public func entryMayHaveAppeared(parent: UInt64, name: FilePath.Component) { entryChanged(parent: parent, name: name) }
     public var canLetGo: Bool { false }
     public func letGo(_ inodes: [UInt64]) {}
 }

@@ -517,7 +517,7 @@ public final class StoreWatcher: @unchecked Sendable {
         guard volume.item(inode) != nil, let stream = try? DirectoryStream.open(fd) else { return }
         while let entry = try? stream.next() {
             guard !entry.isDotOrDotDot, let child = FilePath.Component(platformString: entry.name) else { continue }
-            volume.notify { $0.entryChanged(parent: inode, name: child) }
+            volume.notify { $0.entryMayHaveAppeared(parent: inode, name: child) }
         }
     }
 
