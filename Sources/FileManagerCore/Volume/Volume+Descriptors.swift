@@ -72,14 +72,34 @@ extension Volume {
         !item.isVirtual && (pruning || !item.isDirectory) && item.openHandles.load(ordering: .relaxed) == 0
     }
 
-    /// Runs `body`, which opens a descriptor; when there are none left, sheds before failing.
+    /// Runs `body`, which opens a descriptor; when there are none left, sheds (and, where
+    /// the kernel prunes, tries again: `afterShedding`) before failing.
     func sheddingOnShortage<R>(_ body: () throws(Errno) -> R) throws(Errno) -> R {
         do {
             return try body()
         } catch {
-            if Volume.isDescriptorShortage(error) { shedDescriptors() }
-            throw error
+            guard Volume.isDescriptorShortage(error) else { throw error }
+            return try afterShedding(error, body)
         }
+    }
+
+    /// `body` met `shortage`: sheds, and where the kernel prunes, tries `body` again for up
+    /// to 20 ms. A prune takes effect at once (the kernel forgets the items while the
+    /// notifier writes it, and another thread's FORGETs close their descriptors), so the
+    /// caller sees a short delay instead of ENFILE. A bounded wait in a rare state, not for
+    /// a claim: on one CPU, or while the shortage lasts, the call still fails.
+    func afterShedding<R>(_ shortage: Errno, _ body: () throws(Errno) -> R) throws(Errno) -> R {
+        shedDescriptors()
+        guard observersCanLetGo else { throw shortage }
+        for _ in 0..<20 {
+            usleep(1_000)
+            do {
+                return try body()
+            } catch {
+                guard Volume.isDescriptorShortage(error) else { throw error }
+            }
+        }
+        throw shortage
     }
 
     /// What a failed call made, to undo exactly that: the inode it created (a file's, known

@@ -126,8 +126,7 @@ public final class Volume: Sendable {
         } catch {
             guard Volume.isDescriptorShortage(error) else { throw error }
             if let known = try heldItem(parent, name, epoch: epoch) { return known }
-            shedDescriptors()
-            throw error
+            fd = try afterShedding(error) { () throws(Errno) in try Syscall.openat(parent.fd, name, O_PATH | O_NOFOLLOW) }
         }
         let st: stat
         do { st = try Syscall.fstat(fd) } catch {

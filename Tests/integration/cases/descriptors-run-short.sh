@@ -5,8 +5,10 @@
 # mount, by a process whose working directory is in the mount and which keeps a file open.
 # A call may fail with ENFILE (the shortage is the daemon's, not the caller's: never EMFILE)
 # while the kernel lets go; it must then not have made its entry, neither in the store nor
-# as the mount shows it, and a retry a moment later must succeed. Shedding must happen
-# (ENFILE seen at least once) and must spare what is in use: the working directory still
+# as the mount shows it, and a retry a moment later must succeed (where the kernel prunes,
+# the daemon itself tries again for up to 20 ms, so callers rarely see ENFILE at all).
+# Shedding must happen (the daemon logs the shortage) and must spare what is in use: the
+# working directory still
 # resolves (getcwd) and the open file is not shown as deleted. Then, still at the limit,
 # every file is opened and every directory listed, and symbolic and hard links are made,
 # each retried on ENFILE and none left behind by a failed call. Before this policy the
@@ -46,16 +48,17 @@ for i in range(1100):
         sys.exit(1)
 files = [n for n in os.listdir(store) if n[0] in "fd" and n[1:].isdigit()]
 print(len(files), "made;", "left behind:", left_behind[:3], end="; ")
-print("shortage seen:", shortages > 0, end="; ")
 print("cwd:", os.getcwd() == mount, end="; ")
 print("open file:", os.readlink("/proc/self/fd/%d" % kept) == mount + "/kept")
 PY
 }
 
-_assert_output "1100 made; left behind: []; shortage seen: True; cwd: True; open file: True" \
+_assert_output "1100 made; left behind: []; cwd: True; open file: True" \
     make_many "$C/Documents" "$TEST_STORE/containers/com.example.fds/Documents"
 _assert_output "reg" fsop stat "$C/Documents/f1099" type
 _assert_output "dir" fsop stat "$C/Documents/d1089" type
+shortage_logged() { grep -q "descriptors ran short (limit 300," "$TEST_TMP/daemon.$_CFS_N.log"; }
+_assert_ok shortage_logged
 
 # The other calls that need a descriptor, still at the limit: opening files, listing
 # directories, and making symbolic and hard links (a link's item is already held).
@@ -98,7 +101,7 @@ for i in range(1, 67):
                 raise
         retrying(once, name)
 links = [n for n in os.listdir(store) if n[0] in "sh" and n[1:].isdigit()]
-print(read, "opened;", listed, "listed;", len(links), "links; shortage seen:", shortages > 0)
+print(read, "opened;", listed, "listed;", len(links), "links")
 PY
 }
 # A little more room: the 100 directories hold 200 descriptors (items and watches), which
@@ -106,7 +109,7 @@ PY
 # cached is shed by one of them only (DESIGN.md 28: 170 hard links at this limit left
 # nothing to shed before pruning).
 _assert_ok prlimit --pid "$(_daemon_pid)" --nofile=400:400
-_assert_output "1000 opened; 99 listed; 120 links; shortage seen: True" \
+_assert_output "1000 opened; 99 listed; 120 links" \
     use_many "$C/Documents" "$TEST_STORE/containers/com.example.fds/Documents"
 _assert_output "2" fsop stat "$C/Documents/f1" nlink
 fs_umount
