@@ -320,10 +320,12 @@ int cfusetap_backing_close(int devfd, int id)
 
 void cfusetap_reply_passthrough(int backing_id) { reply_backing_id = backing_id; }
 
-/* MARK: FUSE_NOTIFY_PRUNE */
+/* MARK: notifications libfuse 3.14 cannot send */
 
-/* <linux/fuse.h> since protocol 7.45 (kernel 6.18); Debian bookworm's headers predate it. */
-#define CFUSETAP_NOTIFY_PRUNE 9
+/* Their codes and layouts, from <linux/fuse.h>; Debian bookworm's headers predate them. */
+#define CFUSETAP_NOTIFY_INVAL_ENTRY 3
+#define CFUSETAP_NOTIFY_PRUNE 9       /* protocol 7.45 (kernel 6.18) */
+#define CFUSETAP_EXPIRE_ONLY (1u << 0) /* protocol 7.38 (kernel 6.2): `flags` was padding */
 struct cfusetap_out_header {
     uint32_t len;
     int32_t error;   /* a notification's code */
@@ -334,51 +336,42 @@ struct cfusetap_notify_prune_out {
     uint32_t padding;
     uint64_t spare;
 };
-_Static_assert(sizeof(struct cfusetap_out_header) == 16, "fuse_out_header");
-_Static_assert(sizeof(struct cfusetap_notify_prune_out) == 16, "fuse_notify_prune_out");
-
-int cfusetap_notify_prune(int devfd, const uint64_t *nodeids, uint32_t count)
-{
-    size_t ids = (size_t)count * sizeof(uint64_t);
-    struct cfusetap_out_header header = {
-        .len = (uint32_t)(sizeof header + sizeof(struct cfusetap_notify_prune_out) + ids),
-        .error = CFUSETAP_NOTIFY_PRUNE,
-        .unique = 0,
-    };
-    struct cfusetap_notify_prune_out out = { .count = count, .padding = 0, .spare = 0 };
-    struct iovec iov[3] = {
-        { .iov_base = &header, .iov_len = sizeof header },
-        { .iov_base = &out, .iov_len = sizeof out },
-        { .iov_base = (void *)nodeids, .iov_len = ids },
-    };
-    /* A write to /dev/fuse is one message, whole or not at all. */
-    return writev(devfd, iov, 3) < 0 ? -errno : 0;
-}
-
-/* MARK: FUSE_NOTIFY_INVAL_ENTRY with FUSE_EXPIRE_ONLY */
-
-/* fuse_notify_inval_entry_out; `flags` since protocol 7.38 (kernel 6.2), padding before. */
-#define CFUSETAP_NOTIFY_INVAL_ENTRY 3
-#define CFUSETAP_EXPIRE_ONLY (1u << 0)
 struct cfusetap_notify_inval_entry_out {
     uint64_t parent;
     uint32_t namelen;
     uint32_t flags;
 };
+_Static_assert(sizeof(struct cfusetap_out_header) == OUT_HEADER_SIZE, "fuse_out_header");
+_Static_assert(sizeof(struct cfusetap_notify_prune_out) == 16, "fuse_notify_prune_out");
 _Static_assert(sizeof(struct cfusetap_notify_inval_entry_out) == 16, "fuse_notify_inval_entry_out");
+
+/* Writes notification `code`: its fixed part `out`, then `payload`. A write to /dev/fuse is
+ * one message, whole or not at all. 0 or -errno. */
+static int send_notification(int devfd, int32_t code, const void *out, size_t out_size,
+                             const void *payload, size_t payload_size)
+{
+    struct cfusetap_out_header header = {
+        .len = (uint32_t)(sizeof header + out_size + payload_size),
+        .error = code,
+        .unique = 0,
+    };
+    struct iovec iov[3] = {
+        { .iov_base = &header, .iov_len = sizeof header },
+        { .iov_base = (void *)out, .iov_len = out_size },
+        { .iov_base = (void *)payload, .iov_len = payload_size },
+    };
+    return writev(devfd, iov, 3) < 0 ? -errno : 0;
+}
+
+int cfusetap_notify_prune(int devfd, const uint64_t *nodeids, uint32_t count)
+{
+    struct cfusetap_notify_prune_out out = { .count = count, .padding = 0, .spare = 0 };
+    return send_notification(devfd, CFUSETAP_NOTIFY_PRUNE, &out, sizeof out, nodeids, (size_t)count * sizeof(uint64_t));
+}
 
 int cfusetap_notify_expire_entry(int devfd, uint64_t parent, const char *name, uint32_t namelen)
 {
-    struct cfusetap_out_header header = {
-        .len = (uint32_t)(sizeof header + sizeof(struct cfusetap_notify_inval_entry_out) + namelen + 1),
-        .error = CFUSETAP_NOTIFY_INVAL_ENTRY,
-        .unique = 0,
-    };
     struct cfusetap_notify_inval_entry_out out = { .parent = parent, .namelen = namelen, .flags = CFUSETAP_EXPIRE_ONLY };
-    struct iovec iov[3] = {
-        { .iov_base = &header, .iov_len = sizeof header },
-        { .iov_base = &out, .iov_len = sizeof out },
-        { .iov_base = (void *)name, .iov_len = (size_t)namelen + 1 },  /* the name and its NUL */
-    };
-    return writev(devfd, iov, 3) < 0 ? -errno : 0;
+    /* the name and its NUL */
+    return send_notification(devfd, CFUSETAP_NOTIFY_INVAL_ENTRY, &out, sizeof out, name, (size_t)namelen + 1);
 }

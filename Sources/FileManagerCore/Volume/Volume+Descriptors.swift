@@ -7,14 +7,14 @@ import SystemPackage
 // Every item the kernel holds keeps an `O_PATH` descriptor (decision 3), so the kernel's
 // dentry cache, not the daemon, decides how many are open: 20,000 files looked up through
 // the mount need 20,000 descriptors. The limit is lifted at start (to fs.nr_open where the
-// daemon may, else the soft one to the hard one); past it, a lookup fails with EMFILE. Then the daemon asks the kernel to let go of cached
-// entries of files nobody has open (as memory pressure would): the kernel drops them,
-// forgets their inodes, and each FORGET closes a descriptor. A kernel that can prune
-// (FUSE_NOTIFY_PRUNE, which drops an entry only while unused) is asked to let go of
-// directories too. Lookups, creates, opens and
-// opendirs all shed. The failing request itself fails (ENFILE to the caller; no worker
-// waits); an entry it had already made is removed again, so the failed call leaves
-// nothing behind.
+// daemon may, else the soft one to the hard one); past it, a lookup fails with EMFILE.
+// Then the daemon asks the kernel to let go of cached entries of files nobody has open (as
+// memory pressure would): the kernel drops them, forgets their inodes, and each FORGET
+// closes a descriptor. A kernel that can prune (FUSE_NOTIFY_PRUNE, which drops an entry
+// only while unused) is asked to let go of directories too, and the call tries again for
+// up to 20 ms (`afterShedding`). Lookups, creates, opens and opendirs all shed. A request
+// still short then fails (ENFILE to the caller); an entry it had already made is removed
+// again, so the failed call leaves nothing behind.
 
 extension Volume {
     static func isDescriptorShortage(_ error: Errno) -> Bool {

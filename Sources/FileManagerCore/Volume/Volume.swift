@@ -120,13 +120,14 @@ public final class Volume: Sendable {
         // The outside-change epoch is read before the name is resolved: a replacement the
         // watcher counts meanwhile leaves the item due for a check (`wasReplacedInStore`).
         let epoch = items.outsideEntryEpoch.load(ordering: .acquiring)
+        let open = { () throws(Errno) -> CInt in try Syscall.openat(parent.fd, name, O_PATH | O_NOFOLLOW) }
         let fd: CInt
         do {
-            fd = try Syscall.openat(parent.fd, name, O_PATH | O_NOFOLLOW)
+            fd = try open()
         } catch {
             guard Volume.isDescriptorShortage(error) else { throw error }
             if let known = try heldItem(parent, name, epoch: epoch) { return known }
-            fd = try afterShedding(error) { () throws(Errno) in try Syscall.openat(parent.fd, name, O_PATH | O_NOFOLLOW) }
+            fd = try afterShedding(error, open)
         }
         let st: stat
         do { st = try Syscall.fstat(fd) } catch {

@@ -144,8 +144,8 @@ public final class StoreWatcher: @unchecked Sendable {
     /// How many directories may be watched: each holds a descriptor, so at most a quarter of
     /// the descriptor limit (1,024 at least, never more than half), leaving the rest to the
     /// items the kernel holds, and at most `watchLimit`; past that, short timeouts. Asked
-    /// again before each walk and batch of events: the limit can change under a running
-    /// daemon (prlimit).
+    /// again wherever watches are added (a walk, a new directory): the limit can change under
+    /// a running daemon (prlimit).
     private func refreshBudget() {
         var limit = rlimit()
         getrlimit(__rlimit_resource_t(RLIMIT_NOFILE.rawValue), &limit)
@@ -321,7 +321,6 @@ public final class StoreWatcher: @unchecked Sendable {
     /// a notification may wait on the kernel, which may wait on a request), so there the
     /// observers queue it.
     private func drain(inline: Bool, limit: Int? = nil) -> (events: Int, outside: Bool) {
-        refreshBudget()
         var events = 0
         var outside = false
         var left = limit ?? Int.max
@@ -509,6 +508,7 @@ public final class StoreWatcher: @unchecked Sendable {
     /// A directory appeared: watch it, then report what it already holds (made before the
     /// watch existed, the classic inotify race) so that no negative cache entry survives.
     private func watchNewDirectory(_ parent: Watched, _ name: FilePath.Component) {
+        refreshBudget()
         guard let fd = try? name.withName({ p in openToWatch(parent.fd, p) }) else { return }
         guard let st = try? Syscall.fstat(fd) else { Syscall.close(fd); return }
         let parentWD = watches.first { $0.value.inode == parent.inode }?.key ?? -1
@@ -533,7 +533,8 @@ public final class StoreWatcher: @unchecked Sendable {
         if afterOverflow { volume.ownChanges.reset() }
         refreshBudget()
         watchStore()
-        guard afterOverflow || giveUps == giveUpsBefore else { return }
+        let watchesAll = giveUps == giveUpsBefore
+        guard afterOverflow || watchesAll else { return }
         let inodes = volume.items.allInodes()
         for inode in inodes {
             volume.forgetCachedAttributes(inode)
@@ -544,7 +545,7 @@ public final class StoreWatcher: @unchecked Sendable {
         // Long timeouts and kept pages again. The invalidations above are queued first and
         // an OPEN waits for its item's (`isCaughtUp`); one that caught up before this point
         // keeps no pages (it saw the mount incomplete, FUSEBridge.open).
-        if incomplete && giveUps == giveUpsBefore {
+        if incomplete && watchesAll {
             retryBelow = -1
             retryBackoff = 1_000_000_000
             complete.store(true, ordering: .releasing)
