@@ -125,10 +125,12 @@ _assert_output "data" cat "$SD/plain"
 # A set-ID mode given in the store behind a handle already passed through (no SETATTR to
 # refuse): the other user's next write through that handle still clears the bits.
 : >"$D/late" && chmod 777 "$D/late"
+# The writer stays until told to go: bash closes a coproc's pipes once it has reaped it, so
+# a writer that exited right after its last answer could take the answer with it.
 coproc WRITER { _as_user "$U1" "$PY" -c 'import os, sys
 fd = os.open(sys.argv[1], os.O_WRONLY | os.O_APPEND)
 print("open", flush=True); sys.stdin.readline()
-os.write(fd, b"data"); os.close(fd); print("wrote", flush=True)' "$D/late"; }
+os.write(fd, b"data"); os.close(fd); print("wrote", flush=True); sys.stdin.readline()' "$D/late"; }
 writer=$WRITER_PID
 said=""; read -r -t 10 said <&"${WRITER[0]}"
 _assert_eq open "$said" "the other user's handle"
@@ -137,6 +139,7 @@ _trace_begin "$TEST_MNT"
 echo go >&"${WRITER[1]}"
 said=""; read -r -t 10 said <&"${WRITER[0]}"
 _trace_end
+echo bye >&"${WRITER[1]}"
 wait "$writer"
 _assert_eq wrote "$said" "the other user's write"
 _assert_eq 0 "$(_trace_count FUSE_WRITE)" "WRITE requests (the handle is passed through)"
