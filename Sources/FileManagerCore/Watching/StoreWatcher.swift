@@ -49,13 +49,9 @@ public final class StoreWatcher: @unchecked Sendable {
     private let running = Atomic<Bool>(true)
     /// False while some directory could not be watched.
     public let complete = Atomic<Bool>(true)
-    /// While incomplete: below this many watches a rescan tries again to watch every
-    /// directory (-1: no try due; Int.max: whenever the time comes)...
-    private var retryBelow = -1
-    /// ...but not before this time (`OwnChanges.now()`), which backs off from 1 s to 10 min
-    /// while tries fail, so a store that stays too big is not walked again and again.
-    private var retryNotBefore: UInt64 = 0
-    private var retryBackoff: UInt64 = 1_000_000_000
+    /// While incomplete: when a rescan tries again to watch every directory (after a
+    /// quarter of the watches end, if there were too many; backing off from 1 s to 10 min).
+    private var retry = CompletenessRetry()
     /// A try is due (set with `draining` held, done by the watcher thread in `doWorkLeft`).
     private var retryNow = false
     /// How often the watcher gave up; a rescan that adds none sees every directory.
@@ -149,8 +145,7 @@ public final class StoreWatcher: @unchecked Sendable {
     private func refreshBudget() {
         var limit = rlimit()
         getrlimit(__rlimit_resource_t(RLIMIT_NOFILE.rawValue), &limit)
-        let most = Int(min(limit.rlim_cur, 4_000_000))
-        budget = min(max(min(1024, most / 2), most / 4), watchLimit)
+        budget = WatchBudget.directories(descriptorLimit: UInt64(limit.rlim_cur), watchLimit: watchLimit)
     }
 
     /// Some directory of the store goes unwatched from now on: short cache timeouts. With
@@ -158,11 +153,9 @@ public final class StoreWatcher: @unchecked Sendable {
     /// watches to end too; other causes (descriptors, the inotify limit) end elsewhere.
     private func giveUpCompleteness(_ why: String, untilFewerWatches: Bool = false) {
         giveUps += 1
-        retryBelow = untilFewerWatches ? watches.count * 3 / 4 : Int.max
-        if complete.exchange(false, ordering: .acquiringAndReleasing) {
-            logger.warning("\(why); using short cache timeouts")
-            retryNotBefore = OwnChanges.now() &+ retryBackoff
-        }
+        let firstTime = complete.exchange(false, ordering: .acquiringAndReleasing)
+        if firstTime { logger.warning("\(why); using short cache timeouts") }
+        retry.gaveUp(watchCount: watches.count, untilFewerWatches: untilFewerWatches, firstTime: firstTime, now: OwnChanges.now())
     }
 
     /// While incomplete, whether a try to watch every directory is due now, or when it will
@@ -170,15 +163,12 @@ public final class StoreWatcher: @unchecked Sendable {
     /// Called with `draining` held: after events, a watch ending, or the retry timer.
     @discardableResult
     private func considerRetry() -> UInt64? {
-        guard retryBelow >= 0, watches.count < retryBelow else { return nil }
-        let now = OwnChanges.now()
-        if now < retryNotBefore { return retryNotBefore - now }
-        retryBelow = -1
-        retryNotBefore = now &+ retryBackoff
-        retryBackoff = min(retryBackoff * 2, 600_000_000_000)
-        retryNow = true
-        leaveWork()
-        return 0
+        guard let wait = retry.due(watchCount: watches.count, now: OwnChanges.now()) else { return nil }
+        if wait == 0 {
+            retryNow = true
+            leaveWork()
+        }
+        return wait
     }
 
     /// Watches the directory behind `fd` (taken over) and every directory below it.
@@ -340,7 +330,7 @@ public final class StoreWatcher: @unchecked Sendable {
                     outside = true
                 }
                 if length > 0, event.pointee.mask & UInt32(IN_ISDIR) != 0,
-                   event.pointee.mask & UInt32(IN_DELETE) != 0, let name { unwatch(parent: event.pointee.wd, name: name) }
+                   event.pointee.mask & UInt32(IN_DELETE) != 0, let name { unwatch(parent: event.pointee.wd, name: name, inline: inline) }
                 offset += 16 + length
                 events += 1
             }
@@ -429,7 +419,7 @@ public final class StoreWatcher: @unchecked Sendable {
             return true
         }
         if mask & UInt32(IN_IGNORED) != 0 {
-            if let gone = watches.removeValue(forKey: wd) { Syscall.close(gone.fd); considerRetry() }
+            if let gone = watches.removeValue(forKey: wd) { Syscall.close(gone.fd); watchEnded(inline: inline) }
             return false
         }
         guard let dir = watches[wd] else { return false }
@@ -497,12 +487,19 @@ public final class StoreWatcher: @unchecked Sendable {
 
     /// A watched directory was removed: end its watch and close its descriptor (the
     /// descriptor would otherwise keep the removed directory, and its watch, alive).
-    private func unwatch(parent: CInt, name: FilePath.Component) {
+    private func unwatch(parent: CInt, name: FilePath.Component, inline: Bool) {
         guard let (wd, gone) = watches.first(where: { $0.value.parent == parent && $0.value.name == name }) else { return }
         watches[wd] = nil
         _ = clinux_inotify_rm_watch(inotify, wd)
         Syscall.close(gone.fd)
-        considerRetry()
+        watchEnded(inline: inline)
+    }
+
+    /// A watch ended, which may bring a try to watch everything again nearer. On a request
+    /// thread (catching up for an OPEN) the watcher may be asleep with no timer, its queue
+    /// drained by that thread: told there is work, it sets the timer for a try to come.
+    private func watchEnded(inline: Bool) {
+        if let wait = considerRetry(), wait > 0, !inline { leaveWork() }
     }
 
     /// A directory appeared: watch it, then report what it already holds (made before the
@@ -546,8 +543,7 @@ public final class StoreWatcher: @unchecked Sendable {
         // an OPEN waits for its item's (`isCaughtUp`); one that caught up before this point
         // keeps no pages (it saw the mount incomplete, FUSEBridge.open).
         if incomplete && watchesAll {
-            retryBelow = -1
-            retryBackoff = 1_000_000_000
+            retry.succeeded()
             complete.store(true, ordering: .releasing)
             logger.notice("every directory of the store is watched again (\(watches.count)); using long cache timeouts")
         }
