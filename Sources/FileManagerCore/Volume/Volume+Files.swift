@@ -106,9 +106,19 @@ extension Volume {
     /// the item (`ItemTable.outsideEntryEpoch`); an item found in place is not looked at
     /// again until the next such change. An OPEN answers ESTALE when this is true, and the
     /// kernel walks the path again, asking (DESIGN.md 27).
+    ///
+    /// Under `-o writeback` also when the file was changed in place outside the mount since
+    /// the kernel resolved it: the watcher has dropped its entry, so the kernel's second
+    /// walk looks the name up and, unless the old inode is still in use, makes a new one
+    /// with the store's size and times. Answered once per change: the retry opens.
     public func wasReplacedInStore(_ item: Item) -> Bool {
         let epoch = items.outsideEntryEpoch.load(ordering: .acquiring)
-        guard item.resolvedEpoch.load(ordering: .relaxed) != epoch else { return false }
+        let resolved = item.resolvedEpoch.load(ordering: .relaxed)
+        guard resolved != epoch else { return false }
+        if item.changedOutsideEpoch.load(ordering: .relaxed) > resolved {
+            item.resolvedEpoch.store(epoch, ordering: .relaxed)
+            return true
+        }
         let (parent, name) = item.state.withLock { ($0.parent, $0.name) }
         if let parent, let name, !parent.isVirtual {
             do {

@@ -461,6 +461,17 @@ public final class StoreWatcher: @unchecked Sendable {
             if !volume.ownChanges.isOwnItemState(st) {
                 outside = true
                 volume.forgetCachedAttributes(inode)
+                // Under writeback the kernel would keep the old size and times for as long
+                // as it holds the inode: its entry goes too, so that a next look-up makes
+                // a new one once nobody uses the old (an open meanwhile: ESTALE).
+                if volume.kernelCachesWrites && st.st_mode & S_IFMT == S_IFREG, let item = volume.items.item(inode) {
+                    // Marked before the epoch moves, so an open that sees the new epoch
+                    // sees the mark (epochs move only here, `draining` held).
+                    let epoch = volume.items.outsideEntryEpoch.load(ordering: .relaxed) &+ 1
+                    item.changedOutsideEpoch.store(epoch, ordering: .relaxed)
+                    volume.items.outsideEntryEpoch.store(epoch, ordering: .releasing)
+                    tellEntryChanged(parent: directoryNode, name: name, inline: inline)
+                }
                 tellItemChanged(inode, inline: inline)
                 // While the daemon itself is changing the item, the state may have moved by
                 // its hand (a write through another descriptor, a setattr not yet recorded):

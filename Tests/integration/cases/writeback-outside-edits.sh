@@ -1,0 +1,44 @@
+# Under -o writeback the kernel keeps a regular file's size, mtime and ctime itself and
+# never takes the daemon's (DESIGN.md 22), so an edit made in the store shows through the
+# mount only in a new inode. The store watcher therefore drops the entry of a file changed
+# in place outside the mount (the kernel lets go of its inode once nobody uses it), and an
+# open that meets the change before the kernel did is answered ESTALE once, so that the
+# kernel looks the name up again (open-after-outside-edit runs that race 300 times).
+# Shorter, longer, a new mtime; the daemon's own writes still count as its own; a
+# descriptor held open across the edit keeps the old inode (and its size: reads past the
+# new end give zeros, as the kernel fills a short read under writeback) until it is closed.
+. "$(dirname "$0")/../lib/common.sh"
+fs_mount -o writeback
+C=$(_mkcontainer com.example.wb-outside)
+D=$C/Documents
+SD=$TEST_STORE/containers/com.example.wb-outside/Documents
+
+printf '0123456789' >"$D/f"
+_assert_output "0123456789" cat "$D/f"               # pages, size and the name cached
+_assert_output "10" fsop stat "$D/f" size
+
+# MARK: in place, shorter and longer
+printf 'abc' >"$SD/f"
+_assert_output "3" fsop stat "$D/f" size
+_assert_output "abc" cat "$D/f"
+printf 'defg' >>"$SD/f"
+_assert_output "7" fsop stat "$D/f" size
+_assert_output "abcdefg" cat "$D/f"
+
+# MARK: times
+touch -m -d @1000000000 "$SD/f"
+_assert_output "1000000000000000000" fsop stat "$D/f" mtime
+
+# MARK: the daemon's own writes are not taken for outside edits
+printf 'h' >>"$D/f"
+_assert_output "8" fsop stat "$D/f" size
+_assert_output "abcdefgh" cat "$SD/f"                # written back at close
+_assert_output "abcdefgh" cat "$D/f"
+
+# MARK: a descriptor held open across the edit
+exec 7<"$D/f"
+printf 'xy' >"$SD/f"
+exec 7<&-
+_assert_output "2" fsop stat "$D/f" size
+_assert_output "xy" cat "$D/f"
+fs_umount
