@@ -182,6 +182,14 @@ public final class FUSEBridge: @unchecked Sendable {
                  clearsSetID: Bool) {
         guard let item = node(ino) else { return reply.fail(Errno.noSuchFileOrDirectory) }
         if refusesBeforeWaiting(item) { return reply.fail(Errno.readOnlyFileSystem) }
+        // Under writeback the kernel writes its times back after every rename and unlink
+        // (`fuse_update_ctime`: mtime as it was, and a ctime no file system call can set).
+        // Nothing changes, so nothing is coordinated or announced to presenters.
+        if volume.kernelCachesWrites && toSet & ~FUSE_SET_ATTR_CTIME == FUSE_SET_ATTR_MTIME,
+           let st = try? volume.attributes(item),
+           st.st_mtim.tv_sec == attr.st_mtim.tv_sec && st.st_mtim.tv_nsec == attr.st_mtim.tv_nsec {
+            return reply.attributes(st, timeout: timeouts.attributes)
+        }
         var changes = AttributeChanges()
         if toSet & FUSE_SET_ATTR_MODE != 0 { changes.mode = attr.st_mode }
         if toSet & FUSE_SET_ATTR_UID != 0 { changes.uid = attr.st_uid }
