@@ -43,6 +43,7 @@ enum {
 #define FUSE_WRITEBACK_CACHE_FLAG (1u << 16)
 #define FUSE_PASSTHROUGH_FLAGS2 (1u << (37 - 32))
 #define FUSE_OVER_IO_URING_FLAGS2 (1u << (41 - 32))
+#define FUSE_DIRECT_IO_ALLOW_MMAP_FLAGS2 (1u << (36 - 32))
 #define FOPEN_PASSTHROUGH (1u << 7)
 /* What the kernel accepts next to FOPEN_PASSTHROUGH (FOPEN_PASSTHROUGH_MASK): DIRECT_IO,
  * NOFLUSH, PARALLEL_DIRECT_WRITES; anything else (KEEP_CACHE...) fails the open with EIO. */
@@ -81,6 +82,7 @@ static __thread uint64_t init_unique;
 static __thread int init_offers_v2;
 static __thread int init_offers_passthrough;
 static __thread int init_offers_uring;
+static __thread int init_offers_direct_io_mmap;
 /* The backing id the OPEN or CREATE reply this thread is sending right now carries
  * (0: none); set only around fuse_reply_open/fuse_reply_create, which write on the
  * calling thread. */
@@ -150,6 +152,8 @@ void cfusetap_observe_request(int fd, const char *buf, size_t n)
         init_offers_v2 = bit_at(arg, arglen, INIT_FLAGS_AT, FUSE_HANDLE_KILLPRIV_V2);
         init_offers_passthrough = bit_at(arg, arglen, INIT_FLAGS_AT, FUSE_INIT_EXT)
             && bit_at(arg, arglen, INIT_IN_FLAGS2_AT, FUSE_PASSTHROUGH_FLAGS2) && wants_passthrough(fd);
+        init_offers_direct_io_mmap = bit_at(arg, arglen, INIT_FLAGS_AT, FUSE_INIT_EXT)
+            && bit_at(arg, arglen, INIT_IN_FLAGS2_AT, FUSE_DIRECT_IO_ALLOW_MMAP_FLAGS2);
         int wants_ring = cfusetap_ring_wanted(fd);
         init_offers_uring = wants_ring && bit_at(arg, arglen, INIT_FLAGS_AT, FUSE_INIT_EXT)
             && bit_at(arg, arglen, INIT_IN_FLAGS2_AT, FUSE_OVER_IO_URING_FLAGS2);
@@ -196,6 +200,13 @@ static ssize_t write_init_reply(int fd, struct iovec *iov)
         flags2 |= FUSE_PASSTHROUGH_FLAGS2;
         uint32_t depth = 1;
         memcpy(reply + INIT_OUT_STACK_DEPTH_AT, &depth, sizeof depth);
+    }
+    /* Shared mappings of uncached handles (kernel 6.6; FOPEN_DIRECT_IO: O_DIRECT callers,
+     * and under writeback a file changed in the store while the kernel held it): without
+     * it such an mmap(MAP_SHARED) fails with ENODEV. */
+    if (init_offers_direct_io_mmap) {
+        flags |= FUSE_INIT_EXT;
+        flags2 |= FUSE_DIRECT_IO_ALLOW_MMAP_FLAGS2;
     }
     /* FUSE over io_uring (kernel 6.14): requests then come through the session's ring,
      * whose queues register once the kernel has this reply. */

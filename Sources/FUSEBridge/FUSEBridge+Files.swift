@@ -56,7 +56,11 @@ extension FUSEBridge {
             do {
                 let file = try volume.open(item, flags: flags, caller: caller)
                 info.fh = FUSEBridge.retain(file)
-                let backing = handleMode(&info, file, keepsPages: keepsPages)
+                // Under writeback the kernel may still hold the inode of before an edit made
+                // in the store, with the old size (DESIGN.md 22): this handle reads uncached,
+                // to the store's end of file. A truncating open makes the size 0 anyway.
+                let uncached = flags & O_TRUNC == 0 && volume.kernelMayHoldOldState(item)
+                let backing = handleMode(&info, file, keepsPages: keepsPages, uncached: uncached)
                 if !reply.open(&info, passthrough: backing) { FUSEBridge.releaseHandle(info.fh, as: OpenFile.self) }
             } catch {
                 reply.fail(error)
@@ -71,10 +75,10 @@ extension FUSEBridge {
     /// kernel, presenters hear at RELEASE), and each FLUSH is a round trip close(2) waits for
     /// (DESIGN.md 30). Under `-o writeback` the kernel sends FLUSH regardless. Lock handlers
     /// (`getlk`/`setlk`) would need FLUSH back: it is the only release of a remote lock.
-    private func handleMode(_ info: inout fuse_file_info, _ file: OpenFile, keepsPages: Bool = true) -> CInt? {
+    private func handleMode(_ info: inout fuse_file_info, _ file: OpenFile, keepsPages: Bool = true, uncached: Bool = false) -> CInt? {
         cfuse_fi_set_noflush(&info, 1)
         if let backing = passthrough?.backingID(for: file) { return backing }
-        if file.direct { cfuse_fi_set_direct_io(&info, 1) } else if keepsPages && isCoherent { cfuse_fi_set_keep_cache(&info, 1) }
+        if file.direct || uncached { cfuse_fi_set_direct_io(&info, 1) } else if keepsPages && isCoherent { cfuse_fi_set_keep_cache(&info, 1) }
         return nil
     }
 

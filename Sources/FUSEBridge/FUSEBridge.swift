@@ -186,6 +186,7 @@ public final class FUSEBridge: @unchecked Sendable {
         // (`fuse_update_ctime`: mtime as it was, and a ctime no file system call can set).
         // Nothing changes, so nothing is coordinated or announced to presenters.
         if volume.kernelCachesWrites && toSet & ~FUSE_SET_ATTR_CTIME == FUSE_SET_ATTR_MTIME,
+           item.isRegularFile, !volume.zone(of: item).isReadOnly,
            let st = try? volume.attributes(item),
            st.st_mtim.tv_sec == attr.st_mtim.tv_sec && st.st_mtim.tv_nsec == attr.st_mtim.tv_nsec {
             return reply.attributes(st, timeout: timeouts.attributes)

@@ -43,11 +43,12 @@ public final class Item: @unchecked Sendable {
     /// when an open last found that its name still leads here (`wasReplacedInStore`).
     let resolvedEpoch = Atomic<UInt64>(0)
     /// Under `-o writeback`: the `outsideEntryEpoch` given to the last change of this
-    /// regular file's content or times made outside the mount. The kernel keeps size,
-    /// mtime and ctime of a file's inode itself there and never takes the daemon's
-    /// (DESIGN.md 22), so only a new inode shows the change: an open of an item changed
-    /// since the kernel resolved it is answered ESTALE (`wasReplacedInStore`).
+    /// regular file's content or times made outside the mount, and the one read before
+    /// the kernel last looked the item up. The kernel keeps size, mtime and ctime of a
+    /// file's inode itself there and never takes the daemon's (DESIGN.md 22), so only a
+    /// look-up that makes a new inode shows the change (`Volume.kernelMayHoldOldState`).
     let changedOutsideEpoch = Atomic<UInt64>(0)
+    let lookedUpEpoch = Atomic<UInt64>(0)
     /// Something a client of the core tied to this item's life (the FUSE bridge: the
     /// kernel's passthrough registration of `fd`, DESIGN.md 29); it goes when the item goes.
     public let attachment = Mutex<(any AnyObject & Sendable)?>(nil)

@@ -22,7 +22,8 @@ public final class ItemTable: Sendable {
     let zoneEpoch = Atomic<UInt64>(0)
     /// Bumped by the store watcher for every entry removed or renamed in the store outside
     /// the mount: a name the kernel resolved before may now lead elsewhere
-    /// (`Volume.wasReplacedInStore`).
+    /// (`Volume.wasReplacedInStore`); under `-o writeback` also for every regular file
+    /// changed in place outside the mount (`Item.changedOutsideEpoch`).
     let outsideEntryEpoch = Atomic<UInt64>(0)
 
     init() {
@@ -50,6 +51,7 @@ public final class ItemTable: Sendable {
             return item
         }) {
             existing.resolvedEpoch.store(epoch, ordering: .relaxed)
+            existing.lookedUpEpoch.store(epoch, ordering: .relaxed)
             return existing
         }
         let fresh = try make()
@@ -60,6 +62,7 @@ public final class ItemTable: Sendable {
             return item
         }
         item.resolvedEpoch.store(epoch, ordering: .relaxed)
+        item.lookedUpEpoch.store(epoch, ordering: .relaxed)
         return item
     }
 

@@ -106,19 +106,9 @@ extension Volume {
     /// the item (`ItemTable.outsideEntryEpoch`); an item found in place is not looked at
     /// again until the next such change. An OPEN answers ESTALE when this is true, and the
     /// kernel walks the path again, asking (DESIGN.md 27).
-    ///
-    /// Under `-o writeback` also when the file was changed in place outside the mount since
-    /// the kernel resolved it: the watcher has dropped its entry, so the kernel's second
-    /// walk looks the name up and, unless the old inode is still in use, makes a new one
-    /// with the store's size and times. Answered once per change: the retry opens.
     public func wasReplacedInStore(_ item: Item) -> Bool {
         let epoch = items.outsideEntryEpoch.load(ordering: .acquiring)
-        let resolved = item.resolvedEpoch.load(ordering: .relaxed)
-        guard resolved != epoch else { return false }
-        if item.changedOutsideEpoch.load(ordering: .relaxed) > resolved {
-            item.resolvedEpoch.store(epoch, ordering: .relaxed)
-            return true
-        }
+        guard item.resolvedEpoch.load(ordering: .relaxed) != epoch else { return false }
         let (parent, name) = item.state.withLock { ($0.parent, $0.name) }
         if let parent, let name, !parent.isVirtual {
             do {
@@ -130,6 +120,14 @@ extension Volume {
         }
         item.resolvedEpoch.store(epoch, ordering: .relaxed)
         return false
+    }
+
+    /// Under `-o writeback`: whether the kernel's inode of this regular file may predate an
+    /// edit made in the store, because the kernel has not looked the item up since. The
+    /// kernel keeps size and times of its inode itself there (DESIGN.md 22), so a handle
+    /// opened on it reads uncached (the daemon's reads end at the store's end of file).
+    public func kernelMayHoldOldState(_ item: Item) -> Bool {
+        kernelCachesWrites && item.changedOutsideEpoch.load(ordering: .acquiring) > item.lookedUpEpoch.load(ordering: .relaxed)
     }
 
     /// Creates and opens a new file (`open(O_CREAT)` of a missing name); O_EXCL is the

@@ -461,18 +461,15 @@ public final class StoreWatcher: @unchecked Sendable {
             if !volume.ownChanges.isOwnItemState(st) {
                 outside = true
                 volume.forgetCachedAttributes(inode)
+                let oldInode = volume.kernelCachesWrites && st.st_mode & S_IFMT == S_IFREG ? volume.items.item(inode) : nil
+                if let oldInode { markChangedOutside(oldInode) }
+                tellItemChanged(inode, inline: inline)
                 // Under writeback the kernel would keep the old size and times for as long
                 // as it holds the inode: its entry goes too, so that a next look-up makes
-                // a new one once nobody uses the old (an open meanwhile: ESTALE).
-                if volume.kernelCachesWrites && st.st_mode & S_IFMT == S_IFREG, let item = volume.items.item(inode) {
-                    // Marked before the epoch moves, so an open that sees the new epoch
-                    // sees the mark (epochs move only here, `draining` held).
-                    let epoch = volume.items.outsideEntryEpoch.load(ordering: .relaxed) &+ 1
-                    item.changedOutsideEpoch.store(epoch, ordering: .relaxed)
-                    volume.items.outsideEntryEpoch.store(epoch, ordering: .releasing)
-                    tellEntryChanged(parent: directoryNode, name: name, inline: inline)
-                }
-                tellItemChanged(inode, inline: inline)
+                // a new one once nobody uses the old. Queued after the item's invalidation,
+                // which is all an OPEN waits for: this one takes the directory's lock,
+                // which a request parked on a claim may hold.
+                if oldInode != nil { tellEntryChanged(parent: directoryNode, name: name, inline: inline) }
                 // While the daemon itself is changing the item, the state may have moved by
                 // its hand (a write through another descriptor, a setattr not yet recorded):
                 // the kernel's caches are dropped all the same (never stale), but presenters
@@ -485,6 +482,16 @@ public final class StoreWatcher: @unchecked Sendable {
             }
         }
         return outside
+    }
+
+    /// Under writeback: `item`'s content or times changed outside the mount, which the
+    /// kernel's inode of it will not show (`Volume.kernelMayHoldOldState`). Marked before
+    /// the epoch moves, so whoever sees the new epoch sees the mark; epochs move only with
+    /// `draining` held.
+    private func markChangedOutside(_ item: Item) {
+        let epoch = volume.items.outsideEntryEpoch.load(ordering: .relaxed) &+ 1
+        item.changedOutsideEpoch.store(epoch, ordering: .relaxed)
+        volume.items.outsideEntryEpoch.store(epoch, ordering: .releasing)
     }
 
     private func tellEntryChanged(parent: UInt64, name: FilePath.Component, inline: Bool) {
@@ -544,9 +551,17 @@ public final class StoreWatcher: @unchecked Sendable {
         let watchesAll = giveUps == giveUpsBefore
         guard afterOverflow || watchesAll else { return }
         let inodes = volume.items.allInodes()
+        var files: [Item] = []  // under writeback: what may have changed unseen (DESIGN.md 22)
         for inode in inodes {
             volume.forgetCachedAttributes(inode)
+            if volume.kernelCachesWrites, let item = volume.items.item(inode), item.isRegularFile {
+                markChangedOutside(item)
+                files.append(item)
+            }
             volume.notify { $0.itemChanged(inode) }
+        }
+        for case let (parent, name)? in files.map(\.placement) {
+            tellEntryChanged(parent: parent, name: name, inline: false)
         }
         volume.notify { $0.resync() }
         listener?.storeChanged(.resync(nil))

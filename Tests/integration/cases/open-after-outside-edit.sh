@@ -15,8 +15,8 @@
 #            asks to create it, the daemon opens what is there (under writeback with a
 #            readable descriptor: the kernel reads the page it partly overwrites)
 # Under -o writeback the kernel keeps a regular file's size itself and never takes the
-# daemon's (DESIGN.md 22): there an open that meets an in-place edit the kernel has not
-# seen yet is answered ESTALE too, and the kernel's second walk makes a new inode
+# daemon's (DESIGN.md 22): there an open that meets an in-place edit before the kernel
+# looked the file up again reads uncached, to the store's end of file
 # (writeback-outside-edits).
 . "$(dirname "$0")/../lib/common.sh"
 

@@ -71,9 +71,16 @@ if fd is not None:
     eq("O_DIRECT data", rbuf[:8192], b"D" * 8192)
     eq("O_DIRECT unaligned write", os.pwrite(fd, b"xyz", 3), 3)
     eq("O_DIRECT unaligned read", os.pread(fd, 5, 1), b"DDxyz")
+    # A shared mapping of an uncached handle (FUSE_DIRECT_IO_ALLOW_MMAP; ENODEV without).
+    def map_and_write():
+        with mmap.mmap(fd, 8192, mmap.MAP_SHARED) as m:
+            m[6:9] = b"map"
+            m.flush()
+        return os.pread(fd, 9, 0)
+    eq("O_DIRECT shared mapping", ok("mmap(MAP_SHARED) of an O_DIRECT descriptor", map_and_write), b"DDDxyzmap")
     os.close(fd)
 os.close(ok("O_DIRECT on an existing file, read-only", os.open, g, os.O_RDONLY | os.O_DIRECT))
-eq("buffered view of O_DIRECT data", read_file(g)[:6], b"DDDxyz")
+eq("buffered view of O_DIRECT data", read_file(g)[:9], b"DDDxyzmap")
 
 # MARK: read, write, holes
 h = p("sparse")

@@ -2,11 +2,11 @@
 # never takes the daemon's (DESIGN.md 22), so an edit made in the store shows through the
 # mount only in a new inode. The store watcher therefore drops the entry of a file changed
 # in place outside the mount (the kernel lets go of its inode once nobody uses it), and an
-# open that meets the change before the kernel did is answered ESTALE once, so that the
-# kernel looks the name up again (open-after-outside-edit runs that race 300 times).
-# Shorter, longer, a new mtime; the daemon's own writes still count as its own; a
-# descriptor held open across the edit keeps the old inode (and its size: reads past the
-# new end give zeros, as the kernel fills a short read under writeback) until it is closed.
+# open that meets the change before the kernel looked the name up again reads uncached, to
+# the store's end of file (open-after-outside-edit runs that race 300 times). Shorter,
+# longer, a new mtime; the daemon's own writes still count as its own; a descriptor held
+# open across the edit keeps the old inode (and its size: reads past the new end give
+# zeros, as the kernel fills a short read under writeback) until it is closed.
 . "$(dirname "$0")/../lib/common.sh"
 fs_mount -o writeback
 C=$(_mkcontainer com.example.wb-outside)
