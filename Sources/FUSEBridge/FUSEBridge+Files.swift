@@ -54,12 +54,13 @@ extension FUSEBridge {
         }) { [self, info] reply, _ in
             var info = info
             do {
-                let file = try volume.open(item, flags: flags, caller: caller)
-                info.fh = FUSEBridge.retain(file)
                 // Under writeback the kernel may still hold the inode of before an edit made
-                // in the store, with the old size (DESIGN.md 22): this handle reads uncached,
-                // to the store's end of file. A truncating open makes the size 0 anyway.
+                // in the store, with the old size (DESIGN.md 22): this handle is uncached,
+                // its reads end and its appends land at the store's end of file. A
+                // truncating open makes the size 0 anyway.
                 let uncached = flags & O_TRUNC == 0 && volume.kernelMayHoldOldState(item)
+                let file = try volume.open(item, flags: flags, caller: caller, uncached: uncached)
+                info.fh = FUSEBridge.retain(file)
                 let backing = handleMode(&info, file, keepsPages: keepsPages, uncached: uncached)
                 if !reply.open(&info, passthrough: backing) { FUSEBridge.releaseHandle(info.fh, as: OpenFile.self) }
             } catch {

@@ -43,6 +43,12 @@ public final class KernelNotifier: VolumeObserver, @unchecked Sendable {
     private let wakeup = DispatchSemaphore(value: 0)
     private let running = Atomic<Bool>(true)
     private let finished = DispatchSemaphore(value: 0)
+    /// Entry invalidations nobody waits for (`entryLeadsToOldState`), on a thread of their
+    /// own: one may wait for a directory's lock, and the jobs above, which OPENs wait for,
+    /// must not wait behind it.
+    private let detached = Mutex<[(parent: UInt64, name: FilePath.Component)]>([])
+    private let detachedWakeup = DispatchSemaphore(value: 0)
+    private let detachedFinished = DispatchSemaphore(value: 0)
 
     init(session: OpaquePointer, bridge: FUSEBridge) {
         self.session = session
@@ -51,13 +57,18 @@ public final class KernelNotifier: VolumeObserver, @unchecked Sendable {
         let thread = Thread { [self] in loop() }
         thread.name = "cfs-invalidate"
         thread.start()
+        let entries = Thread { [self] in detachedLoop() }
+        entries.name = "cfs-invalidate-entries"
+        entries.start()
     }
 
     /// Stops the thread and waits for it: after this, the session may be destroyed.
     public func stop() {
         running.store(false, ordering: .releasing)
         wakeup.signal()
+        detachedWakeup.signal()
         finished.wait()
+        detachedFinished.wait()
     }
 
     public func entryChanged(parent: UInt64, name: FilePath.Component) {
@@ -77,6 +88,12 @@ public final class KernelNotifier: VolumeObserver, @unchecked Sendable {
         } else {
             enqueue(.entry(parent: parent, name: name))
         }
+    }
+
+    public func entryLeadsToOldState(parent: UInt64, name: FilePath.Component) {
+        guard volume.item(parent) != nil else { return }
+        detached.withLock { $0.append((parent, name)) }
+        detachedWakeup.signal()
     }
 
     public func itemChanged(_ inode: UInt64) {
@@ -141,6 +158,23 @@ public final class KernelNotifier: VolumeObserver, @unchecked Sendable {
     public func itemChangedOutside(_ inode: UInt64) {
         guard volume.item(inode) != nil else { return }
         _ = fuse_lowlevel_notify_inval_inode(session, fuse_ino_t(inode), 0, 0)
+    }
+
+    private func detachedLoop() {
+        defer { detachedFinished.signal() }
+        while running.load(ordering: .acquiring) {
+            detachedWakeup.wait()
+            guard running.load(ordering: .acquiring) else { return }
+            let batch: [(parent: UInt64, name: FilePath.Component)] = detached.withLock { q in
+                defer { q.removeAll() }
+                return q
+            }
+            for entry in batch {
+                entry.name.withPlatformString { p in
+                    _ = fuse_lowlevel_notify_inval_entry(session, fuse_ino_t(entry.parent), p, strlen(p))
+                }
+            }
+        }
     }
 
     private func loop() {

@@ -43,10 +43,10 @@ public final class Item: @unchecked Sendable {
     /// when an open last found that its name still leads here (`wasReplacedInStore`).
     let resolvedEpoch = Atomic<UInt64>(0)
     /// Under `-o writeback`: the `outsideEntryEpoch` given to the last change of this
-    /// regular file's content or times made outside the mount, and the one read before
-    /// the kernel last looked the item up. The kernel keeps size, mtime and ctime of a
-    /// file's inode itself there and never takes the daemon's (DESIGN.md 22), so only a
-    /// look-up that makes a new inode shows the change (`Volume.kernelMayHoldOldState`).
+    /// regular file's content or times made outside the mount, and the one read before the
+    /// look-up that made the item (the kernel then made a new inode). The kernel keeps
+    /// size, mtime and ctime of a file's inode itself there and never takes the daemon's
+    /// (DESIGN.md 22), so only a new inode shows the change (`Volume.kernelMayHoldOldState`).
     let changedOutsideEpoch = Atomic<UInt64>(0)
     let lookedUpEpoch = Atomic<UInt64>(0)
     /// Something a client of the core tied to this item's life (the FUSE bridge: the

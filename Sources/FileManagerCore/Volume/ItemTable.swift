@@ -51,7 +51,6 @@ public final class ItemTable: Sendable {
             return item
         }) {
             existing.resolvedEpoch.store(epoch, ordering: .relaxed)
-            existing.lookedUpEpoch.store(epoch, ordering: .relaxed)
             return existing
         }
         let fresh = try make()
@@ -62,7 +61,9 @@ public final class ItemTable: Sendable {
             return item
         }
         item.resolvedEpoch.store(epoch, ordering: .relaxed)
-        item.lookedUpEpoch.store(epoch, ordering: .relaxed)
+        // Only an item the daemon did not hold is a new inode in the kernel: a look-up of
+        // one it holds may keep the kernel's old inode, and with it an old size.
+        if item === fresh { item.lookedUpEpoch.store(epoch, ordering: .relaxed) }
         return item
     }
 

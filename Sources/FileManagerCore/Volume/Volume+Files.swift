@@ -66,10 +66,12 @@ extension Volume {
     /// The flags of the backing descriptor for a caller's `flags`. With the kernel caching
     /// writes, a write-only file must also be readable (the kernel reads pages it partly
     /// overwrites) and O_APPEND is the kernel's business (it sends appends at their offset;
-    /// on the backing file O_APPEND would move every write to the end), as passthrough_ll does.
-    func backingFlags(_ flags: CInt) -> CInt {
+    /// on the backing file O_APPEND would move every write to the end), as passthrough_ll does
+    /// — except for an `uncached` handle, whose appends the kernel would send at an end of
+    /// file it may not know (`kernelMayHoldOldState`).
+    func backingFlags(_ flags: CInt, uncached: Bool = false) -> CInt {
         guard kernelCachesWrites else { return flags }
-        var f = flags & ~O_APPEND
+        var f = uncached ? flags : flags & ~O_APPEND
         if f & O_ACCMODE == O_WRONLY { f = (f & ~O_ACCMODE) | O_RDWR }
         return f
     }
@@ -77,7 +79,9 @@ extension Volume {
     /// Opens an existing file. Opening for writing (or with O_TRUNC) is a modification and
     /// is refused in the bundle and snapshots (EROFS) and in Inbox (EACCES). An O_TRUNC
     /// clears set-ID bits as `caller` would (`Credentials.clearingSetID`).
-    public func open(_ item: Item, flags: CInt, caller: Caller? = nil) throws(Errno) -> OpenFile {
+    /// `uncached`: the kernel reads and writes this handle through the daemon only
+    /// (`kernelMayHoldOldState`).
+    public func open(_ item: Item, flags: CInt, caller: Caller? = nil, uncached: Bool = false) throws(Errno) -> OpenFile {
         // The kernel opens FIFOs, sockets and devices itself; only a race with a change in
         // the store could bring one here, and the daemon must never open one (a FIFO would
         // block a worker, a device would hand a user the device).
@@ -88,7 +92,7 @@ extension Volume {
         if writable { try zone(of: item).checkModify() }
         let fd = try sheddingOnShortage { () throws(Errno) in
             try Credentials.clearingSetID(for: flags & O_TRUNC != 0 ? caller : nil, on: item.fd) { () throws(Errno) in
-                try Syscall.reopen(item.fd, backingFlags(flags & ~Volume.strippedOpenFlags) | O_NONBLOCK)
+                try Syscall.reopen(item.fd, backingFlags(flags & ~Volume.strippedOpenFlags, uncached: uncached) | O_NONBLOCK)
             }
         }
         // A truncation is the daemon's own change, recorded at once: under FUSE passthrough
@@ -123,9 +127,11 @@ extension Volume {
     }
 
     /// Under `-o writeback`: whether the kernel's inode of this regular file may predate an
-    /// edit made in the store, because the kernel has not looked the item up since. The
-    /// kernel keeps size and times of its inode itself there (DESIGN.md 22), so a handle
-    /// opened on it reads uncached (the daemon's reads end at the store's end of file).
+    /// edit made in the store: the item was changed outside the mount since the kernel
+    /// last made an inode for it (a look-up of an item the daemon did not hold). The kernel
+    /// keeps size and times of its inode itself there (DESIGN.md 22), so a handle opened on
+    /// it is uncached (the daemon's reads end at the store's end of file, its appends land
+    /// there).
     public func kernelMayHoldOldState(_ item: Item) -> Bool {
         kernelCachesWrites && item.changedOutsideEpoch.load(ordering: .acquiring) > item.lookedUpEpoch.load(ordering: .relaxed)
     }

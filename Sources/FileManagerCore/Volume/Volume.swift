@@ -308,6 +308,11 @@ public protocol VolumeObserver: Sendable {
     /// returns true; false when nothing is pending (`body` is not run). Never runs `body`
     /// before returning.
     func afterPendingChanges(for inode: UInt64, _ body: @escaping @Sendable () -> Void) -> Bool
+    /// Under writeback: the kernel's entry `name` in `parent` may lead to an inode whose
+    /// size and times predate an edit made in the store (DESIGN.md 22); it is dropped so
+    /// that a look-up makes a new inode, with nobody waiting for that (the kernel takes
+    /// the directory's lock, which a request parked on a claim may hold).
+    func entryLeadsToOldState(parent: UInt64, name: FilePath.Component)
     /// Whether `letGo` works: the kernel can be asked to drop what it caches of an item only
     /// where unused (FUSE_NOTIFY_PRUNE), which spares a working directory or an open file.
     var canLetGo: Bool { get }
@@ -324,4 +329,5 @@ extension VolumeObserver {
     public func entryMayHaveAppeared(parent: UInt64, name: FilePath.Component) { entryChanged(parent: parent, name: name) }
     public var canLetGo: Bool { false }
     public func letGo(_ inodes: [UInt64]) {}
+    public func entryLeadsToOldState(parent: UInt64, name: FilePath.Component) { entryChanged(parent: parent, name: name) }
 }

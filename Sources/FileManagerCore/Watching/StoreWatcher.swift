@@ -461,15 +461,10 @@ public final class StoreWatcher: @unchecked Sendable {
             if !volume.ownChanges.isOwnItemState(st) {
                 outside = true
                 volume.forgetCachedAttributes(inode)
-                let oldInode = volume.kernelCachesWrites && st.st_mode & S_IFMT == S_IFREG ? volume.items.item(inode) : nil
-                if let oldInode { markChangedOutside(oldInode) }
+                let held = volume.kernelCachesWrites && st.st_mode & S_IFMT == S_IFREG ? volume.items.item(inode) : nil
+                if let held { markChangedOutside(held) }
                 tellItemChanged(inode, inline: inline)
-                // Under writeback the kernel would keep the old size and times for as long
-                // as it holds the inode: its entry goes too, so that a next look-up makes
-                // a new one once nobody uses the old. Queued after the item's invalidation,
-                // which is all an OPEN waits for: this one takes the directory's lock,
-                // which a request parked on a claim may hold.
-                if oldInode != nil { tellEntryChanged(parent: directoryNode, name: name, inline: inline) }
+                if held != nil { dropOldInode(parent: directoryNode, name: name) }
                 // While the daemon itself is changing the item, the state may have moved by
                 // its hand (a write through another descriptor, a setattr not yet recorded):
                 // the kernel's caches are dropped all the same (never stale), but presenters
@@ -482,6 +477,13 @@ public final class StoreWatcher: @unchecked Sendable {
             }
         }
         return outside
+    }
+
+    /// Under writeback the kernel would keep the old size and times of a file for as long
+    /// as it holds its inode: the entry goes, so that a next look-up makes a new inode once
+    /// nobody uses the old one (`entryLeadsToOldState`: never waited for).
+    private func dropOldInode(parent: UInt64, name: FilePath.Component) {
+        volume.notify { $0.entryLeadsToOldState(parent: parent, name: name) }
     }
 
     /// Under writeback: `item`'s content or times changed outside the mount, which the
@@ -560,9 +562,7 @@ public final class StoreWatcher: @unchecked Sendable {
             }
             volume.notify { $0.itemChanged(inode) }
         }
-        for case let (parent, name)? in files.map(\.placement) {
-            tellEntryChanged(parent: parent, name: name, inline: false)
-        }
+        for case let (parent, name)? in files.map(\.placement) { dropOldInode(parent: parent, name: name) }
         volume.notify { $0.resync() }
         listener?.storeChanged(.resync(nil))
         // Long timeouts and kept pages again. The invalidations above are queued first and

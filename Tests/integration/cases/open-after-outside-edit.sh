@@ -8,6 +8,8 @@
 # One process changes and opens back to back, with no process start in between to hide
 # the window, 300 rounds of each kind, the old state cached in the kernel every time:
 #   edit     rewritten in place, new content and a new size
+#   append   a file the kernel holds rewritten in place, then appended to through the
+#            mount: the append lands at the store's end of file
 #   replace  a new file renamed over it (an editor's atomic save)
 #   delete   removed: the open fails with ENOENT
 #   create   made in the store just after the kernel cached the name as missing, then
@@ -46,6 +48,24 @@ for i in range(300):
             got = f.read()
         if got != data + "+":
             wrong.append((i, got[:24], data[:24]))
+        continue
+    elif kind == "append":
+        # A file of its own each round: the daemon's release of a handle that wrote is
+        # asynchronous, and its close would echo beside the edit (see DESIGN.md 22).
+        name = "/a%d" % i
+        with open(sys.argv[3] + name, "w") as f:
+            f.write("x" * (i % 13))
+        with open(sys.argv[2] + name) as f:  # the kernel holds it, with that size
+            f.read()
+        with open(sys.argv[3] + name, "w") as f:
+            f.write(data)                    # rewritten in place, then appended to at once
+        fd = os.open(sys.argv[2] + name, os.O_WRONLY | os.O_APPEND)
+        os.write(fd, b"+")
+        os.close(fd)
+        with open(sys.argv[3] + name) as f:
+            got = f.read()
+        if got != data + "+":
+            wrong.append((i, got[-12:], data[-11:] + "+"))
         continue
     elif kind == "edit":
         with open(store, "w") as f:          # IN_CLOSE_WRITE is queued before close returns
@@ -90,6 +110,7 @@ for mode in default writeback; do
     echo "through the mount" >"$D/f"
     cat "$D/f" >/dev/null                        # cached: pages, attributes and the name
     _assert_output "0 []" rounds edit "$D" "$SD"
+    _assert_output "0 []" rounds append "$D" "$SD"
     _assert_output "0 []" rounds replace "$D" "$SD"
     _assert_output "0 []" rounds delete "$D" "$SD"
     _assert_output "0 []" rounds create "$D" "$SD"

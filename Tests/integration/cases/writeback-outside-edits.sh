@@ -22,8 +22,8 @@ printf 'abc' >"$SD/f"
 _assert_output "3" fsop stat "$D/f" size
 _assert_output "abc" cat "$D/f"
 printf 'defg' >>"$SD/f"
+_assert_output "abcdefg" cat "$D/f"                  # an open first this time
 _assert_output "7" fsop stat "$D/f" size
-_assert_output "abcdefg" cat "$D/f"
 
 # MARK: times
 touch -m -d @1000000000 "$SD/f"
