@@ -66,4 +66,23 @@ struct OwnChangesTests {
         #expect(own.isOwnEntry(7, name))               // DELETE h
         #expect(!own.isOwnEntry(7, name))              // a third change is someone else's
     }
+
+    /// The IN_ATTRIB of an unlink (its link count) is taken for the daemon's own while the
+    /// removal is expected; a creation whose IN_CREATE never came (made before its
+    /// directory was watched) must not hide the new file's IN_ATTRIB, an outside `chmod`.
+    @Test func onlyAnExpectedRemovalCoversALinkCountEcho() {
+        let own = OwnChanges()
+        own.enabled.store(true, ordering: .relaxed)
+        let name: FilePath.Component = "f"
+        own.expectEntry(7, "f")
+        #expect(!own.expectsRemoval(7, name))
+        own.expectEntry(7, "f", removing: true)
+        #expect(own.expectsRemoval(7, name))
+        #expect(!own.expectsRemoval(8, name))
+        // Each echo meets one expectation; once both are met, nothing is expected.
+        #expect(own.isOwnEntry(7, name))
+        #expect(own.isOwnEntry(7, name))
+        #expect(!own.expectsRemoval(7, name))
+        #expect(!own.isOwnEntry(7, name))
+    }
 }

@@ -125,7 +125,7 @@ extension Volume {
     func unmake(_ parent: Item, _ name: UnsafePointer<CChar>, _ made: Made?) {
         if let made, let now = try? Syscall.fstatat(parent.fd, name), made.matches(now) {
             let flags = now.st_mode & S_IFMT == S_IFDIR ? AT_REMOVEDIR : 0
-            let removed: Void? = try? ownChanges.expectingEntry(parent.inode, name) { () throws(Errno) in
+            let removed: Void? = try? ownChanges.expectingEntry(parent.inode, name, removing: true) { () throws(Errno) in
                 try Syscall.unlinkat(parent.fd, name, flags)
             }
             if removed != nil { return }

@@ -91,13 +91,13 @@ extension Volume {
     /// `unlink` of one non-directory entry.
     public func unlink(_ parent: Item, _ name: UnsafePointer<CChar>) throws(Errno) {
         try checkRemoval(parent, name, directory: false)
-        try ownChanges.expectingEntry(parent.inode, name) { () throws(Errno) in try Syscall.unlinkat(parent.fd, name, 0) }
+        try ownChanges.expectingEntry(parent.inode, name, removing: true) { () throws(Errno) in try Syscall.unlinkat(parent.fd, name, 0) }
     }
 
     /// `rmdir` of one empty directory.
     public func rmdir(_ parent: Item, _ name: UnsafePointer<CChar>) throws(Errno) {
         try checkRemoval(parent, name, directory: true)
-        try ownChanges.expectingEntry(parent.inode, name) { () throws(Errno) in try Syscall.unlinkat(parent.fd, name, AT_REMOVEDIR) }
+        try ownChanges.expectingEntry(parent.inode, name, removing: true) { () throws(Errno) in try Syscall.unlinkat(parent.fd, name, AT_REMOVEDIR) }
     }
 
     private func checkRemoval(_ parent: Item, _ name: UnsafePointer<CChar>, directory: Bool) throws(Errno) {
@@ -136,8 +136,8 @@ extension Volume {
             try Zone.checkRename(item: replacedZone, from: destinationZone, to: sourceZone, replacing: itemZone,
                                  newName: name, exchange: true)
         }
-        try ownChanges.expectingEntry(parent.inode, name) { () throws(Errno) in
-            try ownChanges.expectingEntry(newParent.inode, newName) { () throws(Errno) in
+        try ownChanges.expectingEntry(parent.inode, name, removing: true) { () throws(Errno) in
+            try ownChanges.expectingEntry(newParent.inode, newName, removing: true) { () throws(Errno) in
                 try Syscall.renameat2(parent.fd, name, newParent.fd, newName, flags)
             }
         }

@@ -30,10 +30,11 @@ public final class OwnChanges: Sendable {
     /// under load, short so that one never met hides an outside change only briefly.
     static let lifetime: UInt64 = 1_000_000_000
 
-    /// Per entry: how many echoes are expected, until when. Counted: a rename onto `h` and
-    /// an unlink of `h` made before the watcher caught up are two echoes of one name (entry
-    /// events never merge: consecutive ones on a name always differ).
-    private let entries = Mutex<[EntryKey: (count: Int, deadline: UInt64)]>([:])
+    /// Per entry: how many echoes are expected, how many of them remove or replace what the
+    /// name held (an unlink, an rmdir, either name of a rename), until when. Counted: a
+    /// rename onto `h` and an unlink of `h` made before the watcher caught up are two echoes
+    /// of one name (entry events never merge: consecutive ones on a name always differ).
+    private let entries = Mutex<[EntryKey: (count: Int, removals: Int, deadline: UInt64)]>([:])
     /// Per item: how many of the daemon's own changes are in flight (a descriptor open for
     /// writing, a setattr or xattr change under way). An item whose state moved on while the
     /// daemon itself was changing it may have moved by the daemon's hand, not yet recorded.
@@ -53,14 +54,16 @@ public final class OwnChanges: Sendable {
 
     // MARK: - Recording (request handlers)
 
-    /// An entry `name` of `directory` is about to appear, vanish or be replaced.
-    func expectEntry(_ directory: UInt64, _ name: UnsafePointer<CChar>) {
+    /// An entry `name` of `directory` is about to appear, or (`removing`) vanish or be
+    /// replaced.
+    func expectEntry(_ directory: UInt64, _ name: UnsafePointer<CChar>, removing: Bool = false) {
         guard enabled.load(ordering: .relaxed), let component = FilePath.Component(platformString: name) else { return }
         let deadline = Self.now() + Self.lifetime
         entries.withLock { table in
             Self.prune(&table) { $0.deadline }
             let key = EntryKey(directory: directory, name: component)
-            table[key] = ((table[key]?.count ?? 0) + 1, deadline)
+            let e = table[key]
+            table[key] = ((e?.count ?? 0) + 1, (e?.removals ?? 0) + (removing ? 1 : 0), deadline)
         }
     }
 
@@ -115,15 +118,16 @@ public final class OwnChanges: Sendable {
         let now = Self.now()
         return entries.withLock { table in
             guard let e = table[key] else { return false }
-            table[key] = e.count > 1 ? (e.count - 1, e.deadline) : nil
+            table[key] = e.count > 1 ? (e.count - 1, min(e.removals, e.count - 1), e.deadline) : nil
             return e.deadline >= now
         }
     }
 
     /// Runs a change of the entry `name` of `directory`, expecting its echo; a failed change
     /// makes no echo, so its expectation is withdrawn (it would hide the next outside change).
-    func expectingEntry<R, E: Error>(_ directory: UInt64, _ name: UnsafePointer<CChar>, _ body: () throws(E) -> R) throws(E) -> R {
-        expectEntry(directory, name)
+    func expectingEntry<R, E: Error>(_ directory: UInt64, _ name: UnsafePointer<CChar>, removing: Bool = false,
+                                     _ body: () throws(E) -> R) throws(E) -> R {
+        expectEntry(directory, name, removing: removing)
         do { return try body() } catch {
             withdrawEntry(directory, name)
             throw error
@@ -137,11 +141,23 @@ public final class OwnChanges: Sendable {
         consume(EntryKey(directory: directory, name: name))
     }
 
-    /// Whether a change of the entry `name` of `directory` is expected, without consuming
-    /// it: an unlink echoes as IN_ATTRIB (link count) before its IN_DELETE.
-    func expectsEntry(_ directory: UInt64, _ name: FilePath.Component) -> Bool {
+    /// `name` was found in `directory` when its watch began: an expected change of it
+    /// happened before, and its echo will never come.
+    func metBeforeWatch(_ directory: UInt64, _ name: FilePath.Component) {
+        consume(EntryKey(directory: directory, name: name))
+    }
+
+    /// Whether a removal or replacement of the entry `name` of `directory` is expected,
+    /// without consuming it: an unlink echoes as IN_ATTRIB (link count) before its IN_DELETE.
+    /// Only removals: a creation whose IN_CREATE never came (made just before its
+    /// directory's watch began) would otherwise hide every IN_ATTRIB of the new file, an
+    /// outside `chmod` among them, for the expectation's lifetime.
+    func expectsRemoval(_ directory: UInt64, _ name: FilePath.Component) -> Bool {
         let now = Self.now()
-        return entries.withLock { ($0[EntryKey(directory: directory, name: name)]?.deadline ?? 0) >= now }
+        return entries.withLock { table in
+            guard let e = table[EntryKey(directory: directory, name: name)] else { return false }
+            return e.removals > 0 && e.deadline >= now
+        }
     }
 
     /// Whether the item's current state `st` (the watcher's `fstatat` after an IN_CLOSE_WRITE

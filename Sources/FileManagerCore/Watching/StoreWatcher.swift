@@ -189,7 +189,8 @@ public final class StoreWatcher: @unchecked Sendable {
             Syscall.close(fd)
             return
         }
-        if watches[wd] != nil {
+        let isNew = watches[wd] == nil
+        if !isNew {
             // Already watched (a rescan, or a directory moved): keep the descriptor, follow the move.
             Syscall.close(fd)
             if parent >= 0 { watches[wd]!.parent = parent; watches[wd]!.name = name }
@@ -203,7 +204,17 @@ public final class StoreWatcher: @unchecked Sendable {
             return
         }
         while let entry = try? stream.next() {
-            guard entry.type == UInt8(DT_DIR), !entry.isDotOrDotDot else { continue }
+            guard !entry.isDotOrDotDot else { continue }
+            // What a directory held when its watch began was made without an echo: the
+            // daemon's expectation of it goes, or it would take the next outside change of
+            // the name (a rename, a delete) for its own for a second (`mkdir -p a/b; echo
+            // >a/b/f` through the mount, then `mv` in the store). A change made after the
+            // watch began echoes too and is then reported as an outside one: an
+            // invalidation too many.
+            if isNew, let child = FilePath.Component(platformString: entry.name) {
+                volume.ownChanges.metBeforeWatch(UInt64(st.st_ino), child)
+            }
+            guard entry.type == UInt8(DT_DIR) else { continue }
             if let child = openToWatch(dirFD, entry.name) {
                 watchTree(child, parent: wd, name: FilePath.Component(platformString: entry.name))
             }
@@ -455,7 +466,7 @@ public final class StoreWatcher: @unchecked Sendable {
         }
         if mask & UInt32(IN_CLOSE_WRITE | IN_ATTRIB) != 0 {
             // The link-count echo of our own unlink or rename needs no look at the item.
-            if mask & UInt32(IN_ATTRIB) != 0 && volume.ownChanges.expectsEntry(dir.inode, name) { return outside }
+            if mask & UInt32(IN_ATTRIB) != 0 && volume.ownChanges.expectsRemoval(dir.inode, name) { return outside }
             guard let st = try? name.withName({ p throws(Errno) in try Syscall.fstatat(dir.fd, p) }) else { return outside }
             let inode = UInt64(st.st_ino)
             if !volume.ownChanges.isOwnItemState(st) {
