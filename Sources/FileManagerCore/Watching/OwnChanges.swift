@@ -141,6 +141,10 @@ public final class OwnChanges: Sendable {
         consume(EntryKey(directory: directory, name: name))
     }
 
+    /// Whether any entry change is expected (a walk of the store skips `metBeforeWatch`
+    /// when none is).
+    var expectsEntries: Bool { entries.withLock { !$0.isEmpty } }
+
     /// `name` was found in `directory` when its watch began: an expected change of it
     /// happened before, and its echo will never come.
     func metBeforeWatch(_ directory: UInt64, _ name: FilePath.Component) {

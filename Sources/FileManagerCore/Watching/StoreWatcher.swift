@@ -203,6 +203,7 @@ public final class StoreWatcher: @unchecked Sendable {
             if error != .noSuchFileOrDirectory { giveUpCompleteness("cannot list a directory of the store (\(error))") }
             return
         }
+        let meetsExpectations = isNew && volume.ownChanges.expectsEntries
         while let entry = try? stream.next() {
             guard !entry.isDotOrDotDot else { continue }
             // What a directory held when its watch began was made without an echo: the
@@ -211,7 +212,7 @@ public final class StoreWatcher: @unchecked Sendable {
             // >a/b/f` through the mount, then `mv` in the store). A change made after the
             // watch began echoes too and is then reported as an outside one: an
             // invalidation too many.
-            if isNew, let child = FilePath.Component(platformString: entry.name) {
+            if meetsExpectations, let child = FilePath.Component(platformString: entry.name) {
                 volume.ownChanges.metBeforeWatch(UInt64(st.st_ino), child)
             }
             guard entry.type == UInt8(DT_DIR) else { continue }
