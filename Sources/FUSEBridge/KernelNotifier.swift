@@ -150,6 +150,12 @@ public final class KernelNotifier: VolumeObserver, @unchecked Sendable {
     // store and the kernel forgetting what it cached.
     public func entryChangedOutside(parent: UInt64, name: FilePath.Component) {
         guard volume.item(parent) != nil else { return }
+        invalidateEntry(parent: parent, name: name)
+    }
+
+    /// FUSE_NOTIFY_INVAL_ENTRY: the kernel drops the entry `name` of `parent` (unhashed
+    /// even while in use) and looks the name up again at its next use.
+    private func invalidateEntry(parent: UInt64, name: FilePath.Component) {
         name.withPlatformString { p in
             _ = fuse_lowlevel_notify_inval_entry(session, fuse_ino_t(parent), p, strlen(p))
         }
@@ -169,11 +175,7 @@ public final class KernelNotifier: VolumeObserver, @unchecked Sendable {
                 defer { q.removeAll() }
                 return q
             }
-            for entry in batch {
-                entry.name.withPlatformString { p in
-                    _ = fuse_lowlevel_notify_inval_entry(session, fuse_ino_t(entry.parent), p, strlen(p))
-                }
-            }
+            for entry in batch { invalidateEntry(parent: entry.parent, name: entry.name) }
         }
     }
 
@@ -193,17 +195,14 @@ public final class KernelNotifier: VolumeObserver, @unchecked Sendable {
             for job in batch {
                 switch job {
                 case .entry(let parent, let name):
-                    name.withPlatformString { p in
-                        _ = fuse_lowlevel_notify_inval_entry(session, fuse_ino_t(parent), p, strlen(p))
-                    }
+                    invalidateEntry(parent: parent, name: name)
                 case .prune(let inodes):
                     prune(inodes)
                 case .expire(let parent, let name):
-                    name.withPlatformString { p in
-                        if cfusetap_notify_expire_entry(fuse_session_fd(session), parent, p, UInt32(strlen(p))) < 0 {
-                            _ = fuse_lowlevel_notify_inval_entry(session, fuse_ino_t(parent), p, strlen(p))
-                        }
+                    let expired = name.withPlatformString { p in
+                        cfusetap_notify_expire_entry(fuse_session_fd(session), parent, p, UInt32(strlen(p))) == 0
                     }
+                    if !expired { invalidateEntry(parent: parent, name: name) }
                 case .inode(let inode):
                     _ = fuse_lowlevel_notify_inval_inode(session, fuse_ino_t(inode), 0, 0)
                     let ready = queue.withLock { q -> [@Sendable () -> Void] in

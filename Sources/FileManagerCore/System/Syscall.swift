@@ -87,6 +87,13 @@ public enum Syscall {
         _ = try withProcPath(fd) { path throws(Errno) in try check { Glibc.truncate(path, size) } }
     }
 
+    /// The soft limit on this process's open descriptors (RLIMIT_NOFILE).
+    static func descriptorLimit() -> UInt64 {
+        var limit = rlimit()
+        getrlimit(__rlimit_resource_t(RLIMIT_NOFILE.rawValue), &limit)
+        return UInt64(limit.rlim_cur)
+    }
+
     public static func fstatvfs(_ fd: CInt) throws(Errno) -> statvfs {
         var sv = statvfs()
         _ = try check { Glibc.fstatvfs(fd, &sv) }

@@ -62,9 +62,7 @@ extension Volume {
         let logged = lastSheddingLog.load(ordering: .relaxed)
         guard now &- logged >= 60_000_000_000,
               lastSheddingLog.compareExchange(expected: logged, desired: now, ordering: .relaxed).exchanged else { return }
-        var limit = rlimit()
-        getrlimit(__rlimit_resource_t(RLIMIT_NOFILE.rawValue), &limit)
-        logger.warning("descriptors ran short (limit \(limit.rlim_cur), \(held) items held by the kernel): asked it to let go of \(chosen) \(pruning ? "unused items" : "files' entries") (logged once a minute at most)")
+        logger.warning("descriptors ran short (limit \(Syscall.descriptorLimit()), \(held) items held by the kernel): asked it to let go of \(chosen) \(pruning ? "unused items" : "files' entries") (logged once a minute at most)")
     }
 
     /// Whether the kernel may be asked to drop the item's entry to free its descriptor.

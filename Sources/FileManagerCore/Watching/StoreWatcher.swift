@@ -143,9 +143,7 @@ public final class StoreWatcher: @unchecked Sendable {
     /// again wherever watches are added (a walk, a new directory): the limit can change under
     /// a running daemon (prlimit).
     private func refreshBudget() {
-        var limit = rlimit()
-        getrlimit(__rlimit_resource_t(RLIMIT_NOFILE.rawValue), &limit)
-        budget = WatchBudget.directories(descriptorLimit: UInt64(limit.rlim_cur), watchLimit: watchLimit)
+        budget = WatchBudget.directories(descriptorLimit: Syscall.descriptorLimit(), watchLimit: watchLimit)
     }
 
     /// Some directory of the store goes unwatched from now on: short cache timeouts. With
