@@ -48,6 +48,51 @@ struct OwnChangesTests {
         #expect(!own.isOwnItemState(st))
     }
 
+    /// A handle's close echoes after the kernel's RELEASE, which comes after the caller's
+    /// close(2): an edit made in the store after the daemon's last write must not become
+    /// the daemon's own by the close (it was recorded there before, and served stale).
+    @Test func aCloseAfterAnEditInTheStoreKeepsTheEditOutside() throws {
+        let (own, fd, path, _) = try recordedChange()   // the daemon's last write
+        defer { close(fd); unlink(path) }
+        let other = open(path, O_WRONLY)                   // the store, edited meanwhile
+        try #require(other >= 0)
+        _ = write(other, "bb", 2)
+        close(other)
+        let edited = try state(fd)
+        own.closingItem(UInt64(edited.st_ino), descriptor: fd)  // then the handle closes
+        #expect(!own.isOwnItemState(edited))
+    }
+
+    @Test func aCloseRightAfterTheDaemonsWriteIsOwn() throws {
+        let (own, fd, path, st) = try recordedChange()
+        defer { close(fd); unlink(path) }
+        own.closingItem(UInt64(st.st_ino), descriptor: fd)
+        #expect(own.isOwnItemState(try state(fd)))
+    }
+
+    /// The close renews the record: a handle that last wrote long ago still closes as the
+    /// daemon's own, for another lifetime from its close.
+    @Test func aCloseRenewsAnExpiredRecordThatStillMatches() throws {
+        let own = OwnChanges()
+        own.enabled.store(true, ordering: .relaxed)
+        let (fd, path) = try temporaryFile()
+        defer { close(fd); unlink(path) }
+        let st = try state(fd)
+        own.recordItem(UInt64(st.st_ino), st, lifetime: 0)  // expired at once
+        own.closingItem(UInt64(st.st_ino), descriptor: fd)
+        #expect(own.isOwnItemState(try state(fd)))
+    }
+
+    @Test func aCloseWithoutARecordIsNotOwn() throws {
+        let own = OwnChanges()
+        own.enabled.store(true, ordering: .relaxed)
+        let (fd, path) = try temporaryFile()
+        defer { close(fd); unlink(path) }
+        let st = try state(fd)
+        own.closingItem(UInt64(st.st_ino), descriptor: fd)
+        #expect(!own.isOwnItemState(st))
+    }
+
     @Test func nothingIsOwnWithoutARecord() throws {
         let own = OwnChanges()
         own.enabled.store(true, ordering: .relaxed)

@@ -14,8 +14,13 @@ public final class OpenFile: @unchecked Sendable {
     /// never reach the backing file with O_DIRECT).
     public let direct: Bool
     public let writable: Bool
-    /// Set when the descriptor has write access: its close echoes as IN_CLOSE_WRITE.
+    /// Set when the descriptor has write access: its close echoes as IN_CLOSE_WRITE, which
+    /// is the daemon's own only if nothing changed the file after the daemon's last write
+    /// through it (`wrote`, `OwnChanges.closingItem`).
     private let ownChanges: OwnChanges?
+    /// The kernel writes to the backing file itself (FUSE passthrough, DESIGN.md 29): the
+    /// daemon sees none of those writes, so the state at close is taken as its own.
+    public let writesUnseen = Atomic<Bool>(false)
     /// The purpose (raw value) of the last coordinated write through this handle, 0 when
     /// none: at release, presenters hear `didChange` from it (reference coordination §8.4).
     public let coordinatedWriter = Atomic<UInt64>(0)
@@ -23,27 +28,39 @@ public final class OpenFile: @unchecked Sendable {
     /// the kernel does the handle's I/O, DESIGN.md 29); it goes when the handle goes.
     public let attachment = Mutex<(any AnyObject & Sendable)?>(nil)
 
-    init(fd: CInt, item: Item, direct: Bool, writable: Bool, accessMode: CInt, ownChanges: OwnChanges) {
+    /// `state`: the item's state now, when the caller has it (saves an `fstat`).
+    init(fd: CInt, item: Item, direct: Bool, writable: Bool, accessMode: CInt, ownChanges: OwnChanges, state: stat? = nil) {
         self.fd = fd
         self.item = item
         self.direct = direct
         self.writable = writable
         self.ownChanges = accessMode != O_RDONLY ? ownChanges : nil
         self.ownChanges?.changing(item.inode, true)
+        if let ownChanges = self.ownChanges {  // the state its close will be compared with
+            if let state { ownChanges.recordItem(item.inode, state) } else { ownChanges.recordItem(item.inode, descriptor: fd) }
+        }
         item.openHandles.add(1, ordering: .relaxed)
     }
 
     deinit {
         item.openHandles.subtract(1, ordering: .relaxed)
-        ownChanges?.recordItem(item.inode, descriptor: fd)  // the close echoes as IN_CLOSE_WRITE
+        if let ownChanges {  // the close echoes as IN_CLOSE_WRITE
+            if writesUnseen.load(ordering: .relaxed) { ownChanges.recordItem(item.inode, descriptor: fd) }
+            else { ownChanges.closingItem(item.inode, descriptor: fd) }
+        }
         Syscall.close(fd)
         ownChanges?.changing(item.inode, false)
     }
+
+    /// The daemon wrote through this handle (a WRITE, a fallocate, a copy into it): records
+    /// the state the write left, which the handle's close echoes (`OwnChanges.closingItem`).
+    public func wrote() { ownChanges?.recordItem(item.inode, descriptor: fd) }
 
     public func sync(dataOnly: Bool) throws(Errno) { try Syscall.fsync(fd, dataOnly: dataOnly) }
 
     public func allocate(mode: CInt, offset: off_t, length: off_t) throws(Errno) {
         try Syscall.fallocate(fd, mode, offset, length)
+        wrote()
     }
 
     /// `lseek` for SEEK_DATA / SEEK_HOLE (the kernel handles SEEK_SET/CUR/END itself).
@@ -54,7 +71,9 @@ public final class OpenFile: @unchecked Sendable {
     /// Server-side copy between two open files (`copy_file_range`).
     public func copyRange(from offset: off_t, to destination: OpenFile, at destinationOffset: off_t, length: Int, flags: UInt32) throws(Errno) -> Int {
         var inOff = offset, outOff = destinationOffset
-        return try Syscall.copyFileRange(fd, &inOff, destination.fd, &outOff, length, flags)
+        let n = try Syscall.copyFileRange(fd, &inOff, destination.fd, &outOff, length, flags)
+        destination.wrote()
+        return n
     }
 }
 
@@ -95,10 +114,10 @@ extension Volume {
                 try Syscall.reopen(item.fd, backingFlags(flags & ~Volume.strippedOpenFlags, uncached: uncached) | O_NONBLOCK)
             }
         }
-        // A truncation is the daemon's own change, recorded at once: under FUSE passthrough
-        // the kernel's own file, closing before RELEASE, echoes before the handle's close
-        // records it (DESIGN.md 29).
-        if flags & O_TRUNC != 0 { ownChanges.recordItem(item.inode, descriptor: fd) }
+        // A truncation is the daemon's own change, recorded at once (a handle with write
+        // access records the state it opened in itself): under FUSE passthrough the kernel's
+        // own file, closing before RELEASE, echoes before the handle's close (DESIGN.md 29).
+        if flags & O_TRUNC != 0 && flags & O_ACCMODE == O_RDONLY { ownChanges.recordItem(item.inode, descriptor: fd) }
         return OpenFile(fd: fd, item: item, direct: flags & O_DIRECT != 0, writable: writable,
                         accessMode: flags & O_ACCMODE, ownChanges: ownChanges)
     }
@@ -160,9 +179,9 @@ extension Volume {
         }
         do {
             let (item, st) = try lookup(parent, name)
-            ownChanges.recordItem(item.inode, st)  // the state it was made in: see `open`
+            if flags & O_ACCMODE == O_RDONLY { ownChanges.recordItem(item.inode, st) }  // the state it was made in: see `open`
             let file = OpenFile(fd: fd, item: item, direct: flags & O_DIRECT != 0, writable: true,
-                                accessMode: flags & O_ACCMODE, ownChanges: ownChanges)
+                                accessMode: flags & O_ACCMODE, ownChanges: ownChanges, state: st)
             return (item, st, file)
         } catch {
             if Volume.isDescriptorShortage(error) {

@@ -20,6 +20,9 @@ import SystemPackage
 /// and the `fstat` that records it makes the next change get a distinct one (multigrain
 /// timestamps); the window left is the microseconds between the daemon's change and its
 /// `fstat`. A record that no echo meets is harmless: it matches only that exact state.
+/// Data: a handle open for writing records the state at its open and after each write the
+/// daemon makes through it, and its close only renews a record that still matches
+/// (`closingItem`).
 public final class OwnChanges: Sendable {
     struct EntryKey: Hashable {
         let directory: UInt64
@@ -69,9 +72,9 @@ public final class OwnChanges: Sendable {
 
     /// The daemon has just changed the item (its attributes, or its data at close); `st` is
     /// what `fstat` says now.
-    func recordItem(_ inode: UInt64, _ st: stat) {
+    func recordItem(_ inode: UInt64, _ st: stat, lifetime: UInt64 = OwnChanges.lifetime) {
         guard enabled.load(ordering: .relaxed) else { return }
-        let deadline = Self.now() + Self.lifetime
+        let deadline = Self.now() + lifetime
         items.withLock { table in
             Self.prune(&table) { $0.deadline }
             table[inode] = (st.st_ctim.tv_sec, st.st_ctim.tv_nsec, deadline)
@@ -83,6 +86,22 @@ public final class OwnChanges: Sendable {
     func recordItem(_ inode: UInt64, descriptor fd: CInt) {
         guard enabled.load(ordering: .relaxed), let st = try? Syscall.fstat(fd) else { return }
         recordItem(inode, st)
+    }
+
+    /// A handle that wrote is closing; `fd` is its descriptor. Its close echoes as
+    /// IN_CLOSE_WRITE, which is the daemon's own only if the item is still in the state the
+    /// daemon's last change left (recorded at the handle's open and after each of its
+    /// writes): the record's life is renewed then, and left alone otherwise, so that an edit
+    /// made in the store after the last write — before the kernel's RELEASE, which comes after
+    /// the caller's close(2) returned — is seen as the outside change it is. Recording the
+    /// state here instead took that edit for the daemon's own.
+    func closingItem(_ inode: UInt64, descriptor fd: CInt) {
+        guard enabled.load(ordering: .relaxed), let st = try? Syscall.fstat(fd) else { return }
+        let deadline = Self.now() + Self.lifetime
+        items.withLock { table in
+            guard let e = table[inode], e.seconds == st.st_ctim.tv_sec, e.nanoseconds == st.st_ctim.tv_nsec else { return }
+            table[inode] = (e.seconds, e.nanoseconds, deadline)
+        }
     }
 
     /// The daemon starts (`true`) or ends (`false`) a change of the item: see `busy`.

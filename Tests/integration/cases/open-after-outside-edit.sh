@@ -51,7 +51,7 @@ for i in range(300):
         continue
     elif kind == "append":
         # A file of its own each round: the daemon's release of a handle that wrote is
-        # asynchronous, and its close would echo beside the edit (see DESIGN.md 22).
+        # asynchronous, and its close would echo beside the edit (DESIGN.md 14).
         name = "/a%d" % i
         with open(sys.argv[3] + name, "w") as f:
             f.write("x" * (i % 13))

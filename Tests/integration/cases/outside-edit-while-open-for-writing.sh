@@ -1,0 +1,50 @@
+# An edit made in the store while the mount holds the same file open for writing is seen
+# once that descriptor is closed: the close is the daemon's own change only if nothing
+# else changed the file after the daemon's last write through it (DESIGN.md 14). The
+# daemon used to record the file's state when the kernel released the handle, after the
+# caller's close(2) returned, so an edit made in the store between the last write and that
+# release was taken for the echo of the daemon's own close, and the mount went on serving
+# the old pages and size (200 of 200 rounds wrong in both modes with the build before).
+#
+# One process, 200 rounds per mode: write through the mount (the pages stay cached), edit
+# the store in place (new bytes, new size), close the mount's descriptor, read through
+# the mount, at once or after a pause of 2 ms. Both closes happen before the read, in that
+# order.
+. "$(dirname "$0")/../lib/common.sh"
+
+rounds() { # DIR_IN_MOUNT DIR_IN_STORE
+    "$PY" - "$@" <<'PY'
+import os, sys, time
+mount, store = sys.argv[1] + "/f", sys.argv[2] + "/f"
+wrong = []
+for i in range(200):
+    own = ("mount %d " % i).encode()
+    outside = ("store %d " % i) * (2 + i % 5)
+    fd = os.open(mount, os.O_RDWR | os.O_TRUNC)
+    os.write(fd, own)
+    os.fsync(fd)                             # in the store (-o writeback: not later)
+    os.pread(fd, len(own), 0)                # the pages are the kernel's, and after a
+    os.fstat(fd)                             # write its attributes too (until they time out)
+    with open(store, "w") as f:              # edited in the store while still open
+        f.write(outside)
+    os.close(fd)
+    if i % 2:
+        time.sleep(0.002)                    # the kernel's RELEASE is handled by now
+    with open(mount) as f:
+        got = f.read()
+    if got != outside:
+        wrong.append((i, got[:20], outside[:20]))
+print(len(wrong), wrong[:3])
+PY
+}
+
+for mode in default writeback; do
+    opts=()
+    [[ $mode == writeback ]] && opts=(-o writeback)
+    store=$TEST_TMP/store-$mode
+    fs_mount_at "$store" "$TEST_MNT" "${opts[@]}"
+    C=$(_mkcontainer com.example.open-for-writing)
+    echo "through the mount" >"$C/Documents/f"
+    _assert_output "0 []" rounds "$C/Documents" "$store/containers/com.example.open-for-writing/Documents"
+    fs_umount
+done
