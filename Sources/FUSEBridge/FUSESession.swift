@@ -134,7 +134,9 @@ public final class FUSESession {
             return cfuse_session_loop_mt(session, UInt32(clamping: pool.idle), UInt32(clamping: pool.workers))
         }
         // Unmounted (the queues saw ENOTCONN) or stopped by a signal: either way no queue
-        // thread may call into the bridge once this returns.
+        // thread may call into the bridge once this returns, and the notifier, which may
+        // still be told of changes, sends nothing more (the readers do not set the flag).
+        fuse_session_exit(session)
         options.ring?.stop(mountPoint: mountPoint)
         if let passthrough = bridge.passthrough {
             passthrough.detach()

@@ -49,6 +49,15 @@ public final class KernelNotifier: VolumeObserver, @unchecked Sendable {
     private let detached = Mutex<[(parent: UInt64, name: FilePath.Component)]>([])
     private let detachedWakeup = DispatchSemaphore(value: 0)
     private let detachedFinished = DispatchSemaphore(value: 0)
+    /// Invalidations the kernel answered ENOENT for an item the daemon holds: the kernel has
+    /// been told of the item (a LOOKUP or READDIRPLUS answer on its way) but has not made
+    /// its inode yet, and would make it with the attributes of before the change. Sent
+    /// again every `retryInterval` until the kernel knows the item, for `retryLimit` tries
+    /// (only the loop's thread touches it).
+    private var unknownYet: [UInt64: Int] = [:]
+    private var nextRetry = DispatchTime.now()
+    static let retryInterval = DispatchTimeInterval.milliseconds(1)
+    static let retryLimit = 50
 
     init(session: OpaquePointer, bridge: FUSEBridge) {
         self.session = session
@@ -156,6 +165,7 @@ public final class KernelNotifier: VolumeObserver, @unchecked Sendable {
     /// FUSE_NOTIFY_INVAL_ENTRY: the kernel drops the entry `name` of `parent` (unhashed
     /// even while in use) and looks the name up again at its next use.
     private func invalidateEntry(parent: UInt64, name: FilePath.Component) {
+        guard !sessionEnded else { return }
         name.withPlatformString { p in
             _ = fuse_lowlevel_notify_inval_entry(session, fuse_ino_t(parent), p, strlen(p))
         }
@@ -163,7 +173,28 @@ public final class KernelNotifier: VolumeObserver, @unchecked Sendable {
 
     public func itemChangedOutside(_ inode: UInt64) {
         guard volume.item(inode) != nil else { return }
-        _ = fuse_lowlevel_notify_inval_inode(session, fuse_ino_t(inode), 0, 0)
+        if !invalidateInode(inode) { enqueue(.inode(inode)) }  // its retries are the loop's
+    }
+
+    /// FUSE_NOTIFY_INVAL_INODE: the kernel drops the item's attributes and pages. False when
+    /// it does not know the item although the daemon holds it: an answer that names the
+    /// item is still on its way to the kernel (a READDIRPLUS buffer is sent whole, after
+    /// every entry in it was looked up), and the inode it makes would have the attributes
+    /// of before the change for as long as they are cached (DESIGN.md 14).
+    private func invalidateInode(_ inode: UInt64) -> Bool {
+        guard !sessionEnded else { return true }
+        let rc = fuse_lowlevel_notify_inval_inode(session, fuse_ino_t(inode), 0, 0)
+        return rc != -ENOENT || volume.item(inode) == nil
+    }
+
+    /// Once the session ended (unmounted: its descriptor is closed), there is nobody to tell.
+    private var sessionEnded: Bool { fuse_session_exited(session) != 0 }
+
+    /// Sends again the invalidations the kernel could not take yet (`unknownYet`).
+    private func retryUnknown() {
+        for (inode, tries) in unknownYet {
+            if invalidateInode(inode) || tries + 1 >= Self.retryLimit { unknownYet[inode] = nil } else { unknownYet[inode] = tries + 1 }
+        }
     }
 
     private func detachedLoop() {
@@ -186,8 +217,12 @@ public final class KernelNotifier: VolumeObserver, @unchecked Sendable {
             finished.signal()
         }
         while running.load(ordering: .acquiring) {
-            wakeup.wait()
+            if unknownYet.isEmpty { wakeup.wait() } else { _ = wakeup.wait(timeout: nextRetry) }
             guard running.load(ordering: .acquiring) else { return }
+            if !unknownYet.isEmpty && DispatchTime.now() >= nextRetry {
+                retryUnknown()
+                nextRetry = .now() + Self.retryInterval
+            }
             let batch = queue.withLock { q -> [Job] in
                 defer { q.jobs.removeAll() }
                 return q.jobs
@@ -204,7 +239,10 @@ public final class KernelNotifier: VolumeObserver, @unchecked Sendable {
                     }
                     if !expired { invalidateEntry(parent: parent, name: name) }
                 case .inode(let inode):
-                    _ = fuse_lowlevel_notify_inval_inode(session, fuse_ino_t(inode), 0, 0)
+                    if !invalidateInode(inode) && unknownYet[inode] == nil {
+                        if unknownYet.isEmpty { nextRetry = .now() + Self.retryInterval }
+                        unknownYet[inode] = 0
+                    }
                     let ready = queue.withLock { q -> [@Sendable () -> Void] in
                         let left = (q.items[inode] ?? 1) - 1
                         q.items[inode] = left > 0 ? left : nil

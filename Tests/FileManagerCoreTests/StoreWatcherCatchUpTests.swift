@@ -93,6 +93,32 @@ struct StoreWatcherCatchUpTests {
         #expect(f.watcher.isCaughtUp(with: f.file.inode))
     }
 
+    /// A look-up that read a file's state before an edit in the store, and made its item
+    /// only after the watcher handled the edit (so the watcher told nobody: no item), answers
+    /// the state after the edit (DESIGN.md 14, `OutsideItemChanges`).
+    @Test func aLookUpOvertakenByTheWatcherReadsTheStateAgain() throws {
+        let f = try Fixture()
+        let (g, _) = try withName("g") { [f] in
+            _ = FileManager.default.createFile(atPath: f.documentsPath + "/g", contents: Data("old".utf8))
+            return try f.volume.lookup(f.documents, $0)
+        }
+        f.watcher.readQueue()
+        _ = f.observer.flush()                               // g's creation
+        f.volume.items.forget(g.inode, count: 1)             // the kernel let g go
+        let since = f.volume.outsideItemChanges.sequence.load(ordering: .acquiring)  // a look-up begins...
+        let before = try Syscall.fstat(g.fd)                 // ...and reads g's state
+        overwrite(f.documentsPath + "/g", "edited in the store")
+        f.watcher.readQueue()                                // the watcher handles the edit first
+        #expect(f.observer.flush() == ["item \(g.inode)"])  // told, for an item nobody holds,
+        #expect(f.volume.item(g.inode) == nil)               // which the kernel notifier drops
+        let answered = try f.volume.current(before, of: g, since: since)
+        #expect(before.st_size == 3)
+        #expect(answered.st_size == 19)
+        // A look-up that began after the edit was handled keeps what it read.
+        let later = f.volume.outsideItemChanges.sequence.load(ordering: .acquiring)
+        #expect(try f.volume.current(before, of: g, since: later).st_size == 3)
+    }
+
     @Test func whenNothingIsPendingTheOpenGoesOnAtOnce() throws {
         let f = try Fixture()
         let opened = Atomic<Bool>(false)

@@ -26,6 +26,8 @@ public final class Volume: Sendable {
     private let changeObservers = Mutex<[any VolumeObserver]>([])
     /// The daemon's own pending changes, so their inotify echoes are not reported again.
     public let ownChanges = OwnChanges()
+    /// Items the watcher lately found changed outside the mount (a look-up racing one).
+    let outsideItemChanges = OutsideItemChanges()
     /// When descriptors last ran short and the kernel was asked to let go (Volume+Descriptors).
     let lastShedding = Atomic<UInt64>(0)
     /// Where in the table the next shedding starts (each round goes on from the last).
@@ -120,13 +122,14 @@ public final class Volume: Sendable {
         // The outside-change epoch is read before the name is resolved: a replacement the
         // watcher counts meanwhile leaves the item due for a check (`wasReplacedInStore`).
         let epoch = items.outsideEntryEpoch.load(ordering: .acquiring)
+        let changes = outsideItemChanges.sequence.load(ordering: .acquiring)
         let open = { () throws(Errno) -> CInt in try Syscall.openat(parent.fd, name, O_PATH | O_NOFOLLOW) }
         let fd: CInt
         do {
             fd = try open()
         } catch {
             guard Volume.isDescriptorShortage(error) else { throw error }
-            if let known = try heldItem(parent, name, epoch: epoch) { return known }
+            if let known = try heldItem(parent, name, epoch: epoch) { return (known.0, try current(known.1, of: known.0, since: changes)) }
             fd = try afterShedding(error, open)
         }
         let st: stat
@@ -144,7 +147,18 @@ public final class Volume: Sendable {
             return fd
         }
         if !used { Syscall.close(fd) }
-        return (item, st)
+        return (item, try current(st, of: item, since: changes))
+    }
+
+    /// `st`, read by a look-up of `item`, or the item's state now if the store watcher
+    /// found the item changed outside the mount since the look-up began (`changes`): it did
+    /// not tell the kernel, which did not know the item then (`OutsideItemChanges`).
+    func current(_ st: stat, of item: Item, since changes: UInt64) throws(Errno) -> stat {
+        guard outsideItemChanges.changed(item.inode, since: changes) else { return st }
+        do { return try Syscall.fstat(item.fd) } catch {
+            items.forget(item.inode, count: 1)
+            throw error
+        }
     }
 
     /// Out of descriptors, a name that leads to an item already held is still found: by

@@ -470,6 +470,7 @@ public final class StoreWatcher: @unchecked Sendable {
             let inode = UInt64(st.st_ino)
             if !volume.ownChanges.isOwnItemState(st) {
                 outside = true
+                volume.outsideItemChanges.note(inode)  // before the table is asked: see there
                 volume.forgetCachedAttributes(inode)
                 let held = volume.kernelCachesWrites && st.st_mode & S_IFMT == S_IFREG ? volume.items.item(inode) : nil
                 if let held { markChangedOutside(held) }
