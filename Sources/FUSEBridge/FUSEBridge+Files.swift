@@ -138,7 +138,7 @@ extension FUSEBridge {
         if volume.kernelCachesWrites && reply.caller.pid == 0 {
             let n = cfuse_write_buf_to_fd(buffers, file.fd, offset)
             if n < 0 { return reply.fail(Errno(rawValue: CInt(-n))) }
-            file.wrote()
+            file.wrote()  // before the answer: see OpenFile.wrote
             return reply.written(n)
         }
         // Only a write that must clear set-ID bits needs its caller.
@@ -150,7 +150,7 @@ extension FUSEBridge {
         let n = Credentials.clearingSetID(for: writer, on: file.fd) { cfuse_write_buf_to_fd(buffers, file.fd, offset) }
         coordination?.leaveFastPath()
         if n < 0 { return reply.fail(Errno(rawValue: CInt(-n))) }
-        file.wrote()
+        file.wrote()  // before the answer: see OpenFile.wrote
         reply.written(n)
     }
 
@@ -174,7 +174,7 @@ extension FUSEBridge {
                         try Syscall.pwrite(file.fd, UnsafeRawBufferPointer(rebasing: b[0..<copied]), offset)
                     }
                 }
-                file.wrote()
+                file.wrote()  // before the answer: see OpenFile.wrote
                 reply.written(n)
             } catch {
                 reply.fail(error)

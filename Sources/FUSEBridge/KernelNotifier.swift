@@ -50,14 +50,14 @@ public final class KernelNotifier: VolumeObserver, @unchecked Sendable {
     private let detachedWakeup = DispatchSemaphore(value: 0)
     private let detachedFinished = DispatchSemaphore(value: 0)
     /// Invalidations the kernel answered ENOENT for an item the daemon holds: the kernel has
-    /// been told of the item (a LOOKUP or READDIRPLUS answer on its way) but has not made
-    /// its inode yet, and would make it with the attributes of before the change. Sent
-    /// again every `retryInterval` until the kernel knows the item, for `retryLimit` tries
-    /// (only the loop's thread touches it).
-    private var unknownYet: [UInt64: Int] = [:]
-    private var nextRetry = DispatchTime.now()
-    static let retryInterval = DispatchTimeInterval.milliseconds(1)
-    static let retryLimit = 50
+    /// been told of the item (a LOOKUP, READDIRPLUS or CREATE answer on its way) but has not
+    /// made its inode yet, and would make it with the attributes of before the change. Sent
+    /// again after 1, 2, 4 … 512 ms until the kernel knows the item (the requesting task
+    /// makes the inode once it runs, which a loaded machine may delay). Only the loop's
+    /// thread touches them.
+    private var unknownYet: [UInt64: (tries: Int, due: DispatchTime)] = [:]
+    static let firstRetryNanoseconds = 1_000_000
+    static let retryLimit = 10
 
     init(session: OpaquePointer, bridge: FUSEBridge) {
         self.session = session
@@ -138,6 +138,7 @@ public final class KernelNotifier: VolumeObserver, @unchecked Sendable {
     }
 
     private func prune(_ inodes: [UInt64]) {
+        guard !sessionEnded else { return }
         let rc = inodes.withUnsafeBufferPointer { ids in
             cfusetap_notify_prune(fuse_session_fd(session), ids.baseAddress, UInt32(ids.count))
         }
@@ -176,11 +177,12 @@ public final class KernelNotifier: VolumeObserver, @unchecked Sendable {
         if !invalidateInode(inode) { enqueue(.inode(inode)) }  // its retries are the loop's
     }
 
-    /// FUSE_NOTIFY_INVAL_INODE: the kernel drops the item's attributes and pages. False when
-    /// it does not know the item although the daemon holds it: an answer that names the
-    /// item is still on its way to the kernel (a READDIRPLUS buffer is sent whole, after
-    /// every entry in it was looked up), and the inode it makes would have the attributes
-    /// of before the change for as long as they are cached (DESIGN.md 14).
+    /// FUSE_NOTIFY_INVAL_INODE: the kernel drops the item's attributes and pages. Returns
+    /// whether that is settled: false when the kernel does not know the item although the
+    /// daemon holds it. An answer that names the item is then still on its way to the
+    /// kernel (a READDIRPLUS buffer is sent whole, after every entry in it was looked up),
+    /// and the inode it makes would keep the attributes of before the change for as long
+    /// as they are cached (DESIGN.md 14): to be sent again (`unknownYet`).
     private func invalidateInode(_ inode: UInt64) -> Bool {
         guard !sessionEnded else { return true }
         let rc = fuse_lowlevel_notify_inval_inode(session, fuse_ino_t(inode), 0, 0)
@@ -190,12 +192,20 @@ public final class KernelNotifier: VolumeObserver, @unchecked Sendable {
     /// Once the session ended (unmounted: its descriptor is closed), there is nobody to tell.
     private var sessionEnded: Bool { fuse_session_exited(session) != 0 }
 
-    /// Sends again the invalidations the kernel could not take yet (`unknownYet`).
+    /// Sends again the invalidations due of those the kernel could not take yet.
     private func retryUnknown() {
-        for (inode, tries) in unknownYet {
-            if invalidateInode(inode) || tries + 1 >= Self.retryLimit { unknownYet[inode] = nil } else { unknownYet[inode] = tries + 1 }
+        let now = DispatchTime.now()
+        var left: [UInt64: (tries: Int, due: DispatchTime)] = [:]
+        for (inode, r) in unknownYet {
+            if r.due > now { left[inode] = r; continue }
+            if invalidateInode(inode) || r.tries + 1 >= Self.retryLimit { continue }
+            left[inode] = (r.tries + 1, now + .nanoseconds(Self.firstRetryNanoseconds << (r.tries + 1)))
         }
+        unknownYet = left
     }
+
+    /// The next retry due, if any.
+    private var nextRetry: DispatchTime? { unknownYet.values.map(\.due).min() }
 
     private func detachedLoop() {
         defer { detachedFinished.signal() }
@@ -217,12 +227,9 @@ public final class KernelNotifier: VolumeObserver, @unchecked Sendable {
             finished.signal()
         }
         while running.load(ordering: .acquiring) {
-            if unknownYet.isEmpty { wakeup.wait() } else { _ = wakeup.wait(timeout: nextRetry) }
+            if let due = nextRetry { _ = wakeup.wait(timeout: due) } else { wakeup.wait() }
             guard running.load(ordering: .acquiring) else { return }
-            if !unknownYet.isEmpty && DispatchTime.now() >= nextRetry {
-                retryUnknown()
-                nextRetry = .now() + Self.retryInterval
-            }
+            if !unknownYet.isEmpty { retryUnknown() }
             let batch = queue.withLock { q -> [Job] in
                 defer { q.jobs.removeAll() }
                 return q.jobs
@@ -234,15 +241,14 @@ public final class KernelNotifier: VolumeObserver, @unchecked Sendable {
                 case .prune(let inodes):
                     prune(inodes)
                 case .expire(let parent, let name):
+                    guard !sessionEnded else { continue }
                     let expired = name.withPlatformString { p in
                         cfusetap_notify_expire_entry(fuse_session_fd(session), parent, p, UInt32(strlen(p))) == 0
                     }
                     if !expired { invalidateEntry(parent: parent, name: name) }
                 case .inode(let inode):
-                    if !invalidateInode(inode) && unknownYet[inode] == nil {
-                        if unknownYet.isEmpty { nextRetry = .now() + Self.retryInterval }
-                        unknownYet[inode] = 0
-                    }
+                    if invalidateInode(inode) { unknownYet[inode] = nil }
+                    else if unknownYet[inode] == nil { unknownYet[inode] = (0, .now() + .nanoseconds(Self.firstRetryNanoseconds)) }
                     let ready = queue.withLock { q -> [@Sendable () -> Void] in
                         let left = (q.items[inode] ?? 1) - 1
                         q.items[inode] = left > 0 ? left : nil

@@ -26,4 +26,12 @@ struct OutsideItemChangesTests {
         changes.note(8)
         #expect(changes.changed(7, since: since))            // one more: the first fell out
     }
+
+    @Test func aRescanMakesEveryLookUpUnderWayReadAgain() {
+        let changes = OutsideItemChanges()
+        let since = changes.sequence.load(ordering: .relaxed)
+        changes.noteEverything()
+        #expect(changes.changed(7, since: since))
+        #expect(!changes.changed(7, since: changes.sequence.load(ordering: .relaxed)))
+    }
 }

@@ -1,5 +1,6 @@
 @testable import FileManagerCore
 import Glibc
+import Synchronization
 import SystemPackage
 import Testing
 
@@ -35,17 +36,17 @@ struct OwnChangesTests {
         let (own, fd, path, _) = try recordedChange()
         defer { close(fd); unlink(path) }
         // Merged or not, every echo of that state is the daemon's own.
-        #expect(own.isOwnItemState(try state(fd)))
-        #expect(own.isOwnItemState(try state(fd)))
+        #expect(own.isOwnItemState(try state(fd), queuedAt: 0))
+        #expect(own.isOwnItemState(try state(fd), queuedAt: 0))
     }
 
     @Test func aLaterChangeByAnyoneIsNotOwn() throws {
         let (own, fd, path, st) = try recordedChange()
         defer { close(fd); unlink(path) }
         _ = pwrite(fd, "b", 1, 0)  // same size, new bytes, right after the record
-        #expect(!own.isOwnItemState(try state(fd)))
+        #expect(!own.isOwnItemState(try state(fd), queuedAt: 0))
         // The record is gone: even the old state no longer counts as own.
-        #expect(!own.isOwnItemState(st))
+        #expect(!own.isOwnItemState(st, queuedAt: 0))
     }
 
     /// A handle's close echoes after the kernel's RELEASE, which comes after the caller's
@@ -60,14 +61,49 @@ struct OwnChangesTests {
         close(other)
         let edited = try state(fd)
         own.closingItem(UInt64(edited.st_ino), descriptor: fd)  // then the handle closes
-        #expect(!own.isOwnItemState(edited))
+        #expect(!own.isOwnItemState(edited, queuedAt: 0))
+    }
+
+    /// A record made at an open or after a write (no echo of the daemon's own is queued
+    /// before it) never matches an event queued before it: the echo of an outside edit that
+    /// the watcher had not read yet when the daemon opened or wrote the file.
+    @Test func anEchoQueuedBeforeAnOpensRecordIsSomeoneElses() throws {
+        let own = OwnChanges()
+        own.enabled.store(true, ordering: .relaxed)
+        own.setQueuePosition { 160 }                       // 160 bytes of events queued so far
+        let (fd, path) = try temporaryFile()
+        defer { close(fd); unlink(path) }
+        let st = try state(fd)                             // edited outside, event at 128 unread
+        own.recordItem(UInt64(st.st_ino), st, echoesLater: true)  // then opened by the daemon
+        #expect(!own.isOwnItemState(st, queuedAt: 128))   // the outside edit's echo
+        #expect(own.isOwnItemState(st, queuedAt: 160))    // the close of the daemon's handle
+    }
+
+    /// A setattr's own IN_ATTRIB is queued by its system call, before the state is recorded:
+    /// the mark is the queue's position before the change.
+    @Test func aSetattrsEchoMatchesButNotAnEarlierOutsideEdit() throws {
+        let own = OwnChanges()
+        own.enabled.store(true, ordering: .relaxed)
+        let queued = Mutex<UInt64>(96)                     // an outside edit's echo at 64, unread
+        own.setQueuePosition { queued.withLock { $0 } }
+        let (fd, path) = try temporaryFile()
+        defer { close(fd); unlink(path) }
+        let st = try own.changingItem(7) { () throws(Errno) -> stat in
+            _ = fchmod(fd, 0o640)
+            queued.withLock { $0 += 32 }                   // its IN_ATTRIB, at 96
+            return try Syscall.fstat(fd)
+        }
+        var same = st
+        same.st_ino = 7
+        #expect(!own.isOwnItemState(same, queuedAt: 64))
+        #expect(own.isOwnItemState(same, queuedAt: 96))
     }
 
     @Test func aCloseRightAfterTheDaemonsWriteIsOwn() throws {
         let (own, fd, path, st) = try recordedChange()
         defer { close(fd); unlink(path) }
         own.closingItem(UInt64(st.st_ino), descriptor: fd)
-        #expect(own.isOwnItemState(try state(fd)))
+        #expect(own.isOwnItemState(try state(fd), queuedAt: 0))
     }
 
     /// The close renews the record: a handle that last wrote long ago still closes as the
@@ -80,7 +116,7 @@ struct OwnChangesTests {
         let st = try state(fd)
         own.recordItem(UInt64(st.st_ino), st, lifetime: 0)  // expired at once
         own.closingItem(UInt64(st.st_ino), descriptor: fd)
-        #expect(own.isOwnItemState(try state(fd)))
+        #expect(own.isOwnItemState(try state(fd), queuedAt: 0))
     }
 
     @Test func aCloseWithoutARecordIsNotOwn() throws {
@@ -90,7 +126,7 @@ struct OwnChangesTests {
         defer { close(fd); unlink(path) }
         let st = try state(fd)
         own.closingItem(UInt64(st.st_ino), descriptor: fd)
-        #expect(!own.isOwnItemState(st))
+        #expect(!own.isOwnItemState(st, queuedAt: 0))
     }
 
     @Test func nothingIsOwnWithoutARecord() throws {
@@ -98,7 +134,7 @@ struct OwnChangesTests {
         own.enabled.store(true, ordering: .relaxed)
         let (fd, path) = try temporaryFile()
         defer { close(fd); unlink(path) }
-        #expect(!own.isOwnItemState(try state(fd)))
+        #expect(!own.isOwnItemState(try state(fd), queuedAt: 0))
     }
 
     @Test func twoChangesOfOneNameBeforeTheWatcherCatchesUpAreTwoEchoes() {

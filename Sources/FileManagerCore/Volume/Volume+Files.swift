@@ -37,7 +37,8 @@ public final class OpenFile: @unchecked Sendable {
         self.ownChanges = accessMode != O_RDONLY ? ownChanges : nil
         self.ownChanges?.changing(item.inode, true)
         if let ownChanges = self.ownChanges {  // the state its close will be compared with
-            if let state { ownChanges.recordItem(item.inode, state) } else { ownChanges.recordItem(item.inode, descriptor: fd) }
+            if let state { ownChanges.recordItem(item.inode, state, echoesLater: true) }
+            else { ownChanges.recordItem(item.inode, descriptor: fd, echoesLater: true) }
         }
         item.openHandles.add(1, ordering: .relaxed)
     }
@@ -52,9 +53,11 @@ public final class OpenFile: @unchecked Sendable {
         ownChanges?.changing(item.inode, false)
     }
 
-    /// The daemon wrote through this handle (a WRITE, a fallocate, a copy into it): records
-    /// the state the write left, which the handle's close echoes (`OwnChanges.closingItem`).
-    public func wrote() { ownChanges?.recordItem(item.inode, descriptor: fd) }
+    /// The daemon wrote through this handle: records the state the write left, which the
+    /// handle's close echoes (`OwnChanges.closingItem`). Called by the FUSE bridge after each
+    /// WRITE, and here by `allocate` and `copyRange`; always before the answer, since an
+    /// edit the writer makes once its write returned must not be recorded as the daemon's.
+    public func wrote() { ownChanges?.recordItem(item.inode, descriptor: fd, echoesLater: true) }
 
     public func sync(dataOnly: Bool) throws(Errno) { try Syscall.fsync(fd, dataOnly: dataOnly) }
 

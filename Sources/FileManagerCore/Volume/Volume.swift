@@ -129,7 +129,7 @@ public final class Volume: Sendable {
             fd = try open()
         } catch {
             guard Volume.isDescriptorShortage(error) else { throw error }
-            if let known = try heldItem(parent, name, epoch: epoch) { return (known.0, try current(known.1, of: known.0, since: changes)) }
+            if let (item, st) = try heldItem(parent, name, epoch: epoch) { return (item, try current(st, of: item, since: changes)) }
             fd = try afterShedding(error, open)
         }
         let st: stat
@@ -151,8 +151,9 @@ public final class Volume: Sendable {
     }
 
     /// `st`, read by a look-up of `item`, or the item's state now if the store watcher
-    /// found the item changed outside the mount since the look-up began (`changes`): it did
-    /// not tell the kernel, which did not know the item then (`OutsideItemChanges`).
+    /// found the item changed outside the mount since the look-up began (`changes`): it may
+    /// have found no item to tell the kernel of, and the kernel is about to learn the state
+    /// the look-up read (`OutsideItemChanges`).
     func current(_ st: stat, of item: Item, since changes: UInt64) throws(Errno) -> stat {
         guard outsideItemChanges.changed(item.inode, since: changes) else { return st }
         do { return try Syscall.fstat(item.fd) } catch {

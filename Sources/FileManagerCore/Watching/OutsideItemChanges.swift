@@ -1,7 +1,8 @@
 import Synchronization
 
-/// The items the store watcher lately found changed outside the mount, in order, so that a
-/// look-up can tell whether the state it read may predate one of them.
+/// The items the store watcher lately found changed outside the mount (an edit, a change of
+/// attributes, a directory's entries), in order, so that a look-up can tell whether the
+/// state it read may predate one of them.
 ///
 /// The watcher tells the kernel of a change only for items the daemon holds. A look-up that
 /// read an item's state (`fstat`) just before an edit in the store, and made the item just
@@ -28,6 +29,14 @@ final class OutsideItemChanges: Sendable {
             let n = sequence.load(ordering: .relaxed)
             ring[Int(n % UInt64(Self.capacity))] = inode
             sequence.store(n &+ 1, ordering: .releasing)
+        }
+    }
+
+    /// Every item may have changed (a rescan after lost events): every look-up under way
+    /// reads its state again.
+    func noteEverything() {
+        ring.withLock { _ in
+            sequence.store(sequence.load(ordering: .relaxed) &+ UInt64(Self.capacity) &+ 1, ordering: .releasing)
         }
     }
 

@@ -22,7 +22,11 @@ import SystemPackage
 /// `fstat`. A record that no echo meets is harmless: it matches only that exact state.
 /// Data: a handle open for writing records the state at its open and after each write the
 /// daemon makes through it, and its close only renews a record that still matches
-/// (`closingItem`).
+/// (`closingItem`). Every record is marked with the queue's position before the daemon's
+/// change (a setattr: its IN_ATTRIB is queued after), or when it is made (an open changes
+/// nothing; a write echoes nothing before its close), and an event queued before that
+/// position — an outside edit whose echo the watcher had not read yet, while the item's state
+/// now includes the daemon's change — never matches it.
 public final class OwnChanges: Sendable {
     struct EntryKey: Hashable {
         let directory: UInt64
@@ -42,8 +46,12 @@ public final class OwnChanges: Sendable {
     /// writing, a setattr or xattr change under way). An item whose state moved on while the
     /// daemon itself was changing it may have moved by the daemon's hand, not yet recorded.
     private let busy = Mutex<[UInt64: Int]>([:])
-    /// Per item: its ctime right after the daemon's last change, and until when to keep it.
-    private let items = Mutex<[UInt64: (seconds: Int, nanoseconds: Int, deadline: UInt64)]>([:])
+    /// Per item: its ctime right after the daemon's last change, until when to keep it, and
+    /// the queue position from which on an echo may match (0: any; see the type's doc).
+    private let items = Mutex<[UInt64: (seconds: Int, nanoseconds: Int, deadline: UInt64, after: UInt64)]>([:])
+    /// The inotify queue's position now: bytes of events ever queued (the watcher's, set
+    /// before `enabled`; an overshoot only makes an echo count as outside).
+    private let position = Mutex<(@Sendable () -> UInt64)?>(nil)
     /// Off until a watcher runs: without one, recording would only grow the tables.
     let enabled = Atomic<Bool>(false)
 
@@ -70,22 +78,32 @@ public final class OwnChanges: Sendable {
         }
     }
 
-    /// The daemon has just changed the item (its attributes, or its data at close); `st` is
-    /// what `fstat` says now.
-    func recordItem(_ inode: UInt64, _ st: stat, lifetime: UInt64 = OwnChanges.lifetime) {
+    /// The watcher tells where its queue stands (before it enables recording).
+    func setQueuePosition(_ body: @escaping @Sendable () -> UInt64) { position.withLock { $0 = body } }
+
+    /// Where the watcher's queue stands now (0 without a watcher: any echo may match).
+    func queuePosition() -> UInt64 { position.withLock { $0 }?() ?? 0 }
+
+    /// The daemon has just changed the item (its attributes, its size), or opened or wrote
+    /// it; `st` is what `fstat` says now. `after`: the queue's position before the change
+    /// (`changingItem`); `echoesLater`: the position now (an open, a write: nothing of the
+    /// daemon's echoes before the handle's close). `lifetime`: for tests.
+    func recordItem(_ inode: UInt64, _ st: stat, after: UInt64 = 0, echoesLater: Bool = false,
+                    lifetime: UInt64 = OwnChanges.lifetime) {
         guard enabled.load(ordering: .relaxed) else { return }
+        let after = echoesLater ? queuePosition() : after
         let deadline = Self.now() + lifetime
         items.withLock { table in
             Self.prune(&table) { $0.deadline }
-            table[inode] = (st.st_ctim.tv_sec, st.st_ctim.tv_nsec, deadline)
+            table[inode] = (st.st_ctim.tv_sec, st.st_ctim.tv_nsec, deadline, after)
         }
     }
 
     /// `recordItem` after `fstat` of a descriptor of the item (best effort: without the
     /// record the echo is merely reported as outside, one needless invalidation).
-    func recordItem(_ inode: UInt64, descriptor fd: CInt) {
+    func recordItem(_ inode: UInt64, descriptor fd: CInt, echoesLater: Bool = false) {
         guard enabled.load(ordering: .relaxed), let st = try? Syscall.fstat(fd) else { return }
-        recordItem(inode, st)
+        recordItem(inode, st, echoesLater: echoesLater)
     }
 
     /// A handle that wrote is closing; `fd` is its descriptor. Its close echoes as
@@ -100,7 +118,7 @@ public final class OwnChanges: Sendable {
         let deadline = Self.now() + Self.lifetime
         items.withLock { table in
             guard let e = table[inode], e.seconds == st.st_ctim.tv_sec, e.nanoseconds == st.st_ctim.tv_nsec else { return }
-            table[inode] = (e.seconds, e.nanoseconds, deadline)
+            table[inode] = (e.seconds, e.nanoseconds, deadline, e.after)
         }
     }
 
@@ -116,8 +134,9 @@ public final class OwnChanges: Sendable {
     func changingItem(_ inode: UInt64, _ body: () throws(Errno) -> stat) throws(Errno) -> stat {
         changing(inode, true)
         defer { changing(inode, false) }
+        let before = enabled.load(ordering: .relaxed) ? queuePosition() : 0
         let st = try body()
-        recordItem(inode, st)
+        recordItem(inode, st, after: before)
         return st
     }
 
@@ -184,12 +203,14 @@ public final class OwnChanges: Sendable {
     }
 
     /// Whether the item's current state `st` (the watcher's `fstatat` after an IN_CLOSE_WRITE
-    /// or IN_ATTRIB) is the one the daemon's own last change left.
-    func isOwnItemState(_ st: stat) -> Bool {
+    /// or IN_ATTRIB queued at `position`) is the one the daemon's own last change left.
+    func isOwnItemState(_ st: stat, queuedAt position: UInt64) -> Bool {
         let now = Self.now()
         return items.withLock { table in
             guard let e = table[UInt64(st.st_ino)] else { return false }
-            if e.seconds == st.st_ctim.tv_sec && e.nanoseconds == st.st_ctim.tv_nsec && e.deadline >= now { return true }
+            if e.seconds == st.st_ctim.tv_sec && e.nanoseconds == st.st_ctim.tv_nsec && e.deadline >= now {
+                return position >= e.after  // an echo queued before the record is someone else's
+            }
             table[UInt64(st.st_ino)] = nil  // moved on: someone else changed it since
             return false
         }

@@ -82,6 +82,9 @@ public final class StoreWatcher: @unchecked Sendable {
         trashInode = (try? Syscall.fstat(volume.store.trashFD)).map { UInt64($0.st_ino) } ?? 0
         refreshBudget()
         watchStore()
+        // Queued first, then read: a read in between overshoots, which only makes an echo
+        // count as outside (OwnChanges).
+        volume.ownChanges.setQueuePosition { [weak self] in self?.queuePosition() ?? 0 }
         volume.ownChanges.enabled.store(true, ordering: .releasing)
     }
 
@@ -327,7 +330,7 @@ public final class StoreWatcher: @unchecked Sendable {
         while left > 0 {
             let n = read(inotify, buffer, min(Self.bufferSize, left))
             if n <= 0 { break }
-            readBytes.add(UInt64(n), ordering: .releasing)
+            let start = readBytes.add(UInt64(n), ordering: .releasing).oldValue
             left -= n
             var offset = 0
             while offset < n {
@@ -336,7 +339,8 @@ public final class StoreWatcher: @unchecked Sendable {
                 let name: FilePath.Component? = length > 0
                     ? FilePath.Component(platformString: UnsafeRawPointer(buffer + offset + 16).assumingMemoryBound(to: CChar.self))
                     : nil
-                if handle(wd: event.pointee.wd, mask: event.pointee.mask, cookie: event.pointee.cookie, name: name, inline: inline) {
+                if handle(wd: event.pointee.wd, mask: event.pointee.mask, cookie: event.pointee.cookie, name: name,
+                          queuedAt: start + UInt64(offset), inline: inline) {
                     outside = true
                 }
                 if length > 0, event.pointee.mask & UInt32(IN_ISDIR) != 0,
@@ -389,10 +393,15 @@ public final class StoreWatcher: @unchecked Sendable {
         }
         // Everything queued now, and whatever the reader holds: queued first, then read, so
         // that a read in between counts twice (a longer wait) rather than not at all.
-        let queued = UInt64(clinux_bytes_queued(inotify))
-        let until = queued + readBytes.load(ordering: .acquiring)
+        let until = queuePosition()
         waiters.withLock { $0.append((inode, until, then)) }
         wake()
+    }
+
+    /// Bytes of events ever queued, as of now: what is queued, then what was read (a read
+    /// in between counts twice: the position overshoots, never falls short).
+    private func queuePosition() -> UInt64 {
+        UInt64(clinux_bytes_queued(inotify)) + readBytes.load(ordering: .acquiring)
     }
 
     /// Reads the queue if nobody is reading it, waiting for nothing: the changes found go
@@ -423,7 +432,8 @@ public final class StoreWatcher: @unchecked Sendable {
     private var movedFrom: [UInt32: FilePath] = [:]
 
     /// Handles one event; true when it was a change made outside the mount.
-    private func handle(wd: CInt, mask: UInt32, cookie: UInt32, name: FilePath.Component?, inline: Bool) -> Bool {
+    /// `queuedAt`: the event's position in the queue (bytes of events queued before it).
+    private func handle(wd: CInt, mask: UInt32, cookie: UInt32, name: FilePath.Component?, queuedAt: UInt64, inline: Bool) -> Bool {
         if mask & UInt32(IN_Q_OVERFLOW) != 0 {
             if inline { rescan(afterOverflow: true) } else { rescanDue = true; leaveWork() }
             return true
@@ -468,13 +478,13 @@ public final class StoreWatcher: @unchecked Sendable {
             if mask & UInt32(IN_ATTRIB) != 0 && volume.ownChanges.expectsRemoval(dir.inode, name) { return outside }
             guard let st = try? name.withName({ p throws(Errno) in try Syscall.fstatat(dir.fd, p) }) else { return outside }
             let inode = UInt64(st.st_ino)
-            if !volume.ownChanges.isOwnItemState(st) {
+            if !volume.ownChanges.isOwnItemState(st, queuedAt: queuedAt) {
                 outside = true
                 volume.outsideItemChanges.note(inode)  // before the table is asked: see there
                 volume.forgetCachedAttributes(inode)
                 let held = volume.kernelCachesWrites && st.st_mode & S_IFMT == S_IFREG ? volume.items.item(inode) : nil
                 if let held { markChangedOutside(held) }
-                tellItemChanged(inode, inline: inline)
+                tellItemChanged(inode, inline: inline, noted: true)
                 if held != nil { dropOldInode(parent: directoryNode, name: name) }
                 // While the daemon itself is changing the item, the state may have moved by
                 // its hand (a write through another descriptor, a setattr not yet recorded):
@@ -512,7 +522,10 @@ public final class StoreWatcher: @unchecked Sendable {
         else { volume.notify { $0.entryChanged(parent: parent, name: name) } }
     }
 
-    private func tellItemChanged(_ inode: UInt64, inline: Bool) {
+    /// Tells the observers; first notes the change for a look-up racing it
+    /// (`OutsideItemChanges`), unless `noted` already.
+    private func tellItemChanged(_ inode: UInt64, inline: Bool, noted: Bool = false) {
+        if !noted { volume.outsideItemChanges.note(inode) }
         if inline { volume.notify { $0.itemChangedOutside(inode) } } else { volume.notify { $0.itemChanged(inode) } }
     }
 
@@ -563,6 +576,7 @@ public final class StoreWatcher: @unchecked Sendable {
         watchStore()
         let watchesAll = giveUps == giveUpsBefore
         guard afterOverflow || watchesAll else { return }
+        volume.outsideItemChanges.noteEverything()  // a look-up under way reads its state again
         let inodes = volume.items.allInodes()
         var files: [Item] = []  // under writeback: what may have changed unseen (DESIGN.md 22)
         for inode in inodes {

@@ -124,6 +124,7 @@ struct MountCommand: ParsableCommand {
             control.stop()
             watcher.stop()
             notifier?.stop()
+            session.unmount()
             withExtendedLifetime((session, lock, unmountWatcher)) {}
         } catch {
             ready.fail("\(error)")
