@@ -123,8 +123,8 @@ public final class FUSESession {
     }
 
     /// Serves requests (one reader per CPU, libfuse's pool, or the ring beside that pool)
-    /// until unmount or a signal (SIGINT, SIGTERM, SIGHUP end the loop). The mount is
-    /// removed, and the descriptor closed, by `unmount()`, once nothing can notify any more.
+    /// until unmount or a signal (SIGINT, SIGTERM, SIGHUP end the loop; the mount is then
+    /// removed cleanly).
     @discardableResult
     public func run(options: Options) -> CInt {
         guard let session else { return -1 }
@@ -135,24 +135,21 @@ public final class FUSESession {
         }
         // Unmounted (the queues saw ENOTCONN) or stopped by a signal: either way no queue
         // thread may call into the bridge once this returns, and the notifier, which may
-        // still be told of changes, sends nothing more. Neither loop leaves the flag set:
-        // the readers never set it, and libfuse's pool clears it (`fuse_session_reset`).
+        // still be told of changes, sends nothing more (it checks the flag before each
+        // message). Neither loop leaves the flag set: the readers never set it, and
+        // libfuse's pool clears it (`fuse_session_reset`). The unmount stays here, before
+        // the notifier stops: closing the descriptor ends the connection, which is what
+        // frees a notification already waiting in the kernel (on a directory lock or a
+        // page whose request nobody will serve now).
         fuse_session_exit(session)
         options.ring?.stop(mountPoint: mountPoint)
         if let passthrough = bridge.passthrough {
             passthrough.detach()
             cfusetap_forget_session(fuse_session_fd(session))
         }
-        return rc
-    }
-
-    /// Removes the mount (if a signal, not an unmount, ended `run`) and closes the channel
-    /// descriptor: after the notifier stopped, which could otherwise write to whatever
-    /// next took the descriptor's number.
-    public func unmount() {
-        guard let session else { return }
         fuse_session_unmount(session)
         fuse_remove_signal_handlers(session)
+        return rc
     }
 
     /// One reader per CPU (DESIGN.md 33) until unmount or a signal; the log says what they

@@ -189,7 +189,9 @@ public final class KernelNotifier: VolumeObserver, @unchecked Sendable {
         return rc != -ENOENT || volume.item(inode) == nil
     }
 
-    /// Once the session ended (unmounted: its descriptor is closed), there is nobody to tell.
+    /// Once the session ended there is nobody to tell; it is unmounted right after, which
+    /// closes the descriptor (libfuse then sends to -1: EBADF, never to a reused number
+    /// but in the instant between this check and the send).
     private var sessionEnded: Bool { fuse_session_exited(session) != 0 }
 
     /// Sends again the invalidations due of those the kernel could not take yet.

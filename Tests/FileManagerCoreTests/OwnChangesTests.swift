@@ -21,14 +21,16 @@ struct OwnChangesTests {
         return st
     }
 
-    /// A watching `OwnChanges`, and a file the daemon has just written and recorded.
-    func recordedChange() throws -> (OwnChanges, CInt, String, stat) {
+    /// A watching `OwnChanges`, and a file the daemon has just changed and recorded, with
+    /// the mark `after` (0: a change any echo may match; `.max`: a write, matched once its
+    /// handle's close marks it).
+    func recordedChange(after: UInt64 = 0) throws -> (OwnChanges, CInt, String, stat) {
         let own = OwnChanges()
         own.enabled.store(true, ordering: .relaxed)
         let (fd, path) = try temporaryFile()
         _ = write(fd, "a", 1)
         let st = try state(fd)
-        own.recordItem(UInt64(st.st_ino), st)
+        own.recordItem(UInt64(st.st_ino), st, after: after)
         return (own, fd, path, st)
     }
 
@@ -53,7 +55,7 @@ struct OwnChangesTests {
     /// close(2): an edit made in the store after the daemon's last write must not become
     /// the daemon's own by the close (it was recorded there before, and served stale).
     @Test func aCloseAfterAnEditInTheStoreKeepsTheEditOutside() throws {
-        let (own, fd, path, _) = try recordedChange()   // the daemon's last write
+        let (own, fd, path, _) = try recordedChange(after: .max)  // the daemon's last write
         defer { close(fd); unlink(path) }
         let other = open(path, O_WRONLY)                   // the store, edited meanwhile
         try #require(other >= 0)
@@ -64,18 +66,22 @@ struct OwnChangesTests {
         #expect(!own.isOwnItemState(edited, queuedAt: 0))
     }
 
-    /// A record made at an open or after a write (no echo of the daemon's own is queued
-    /// before it) never matches an event queued before it: the echo of an outside edit that
-    /// the watcher had not read yet when the daemon opened or wrote the file.
-    @Test func anEchoQueuedBeforeAnOpensRecordIsSomeoneElses() throws {
+    /// The record of an open (or a write) matches only the echo of the handle's close: not
+    /// the echo of an outside edit the watcher had not read yet when the daemon opened the
+    /// file (its state includes that edit), nor that of one whose writer closes while the
+    /// daemon's handle is open.
+    @Test func anOpensRecordMatchesOnlyItsClosesEcho() throws {
         let own = OwnChanges()
         own.enabled.store(true, ordering: .relaxed)
         own.setQueuePosition { 160 }                       // 160 bytes of events queued so far
         let (fd, path) = try temporaryFile()
         defer { close(fd); unlink(path) }
         let st = try state(fd)                             // edited outside, event at 128 unread
-        own.recordItem(UInt64(st.st_ino), st, echoesLater: true)  // then opened by the daemon
+        own.recordItem(UInt64(st.st_ino), st, after: .max) // then opened by the daemon
         #expect(!own.isOwnItemState(st, queuedAt: 128))   // the outside edit's echo
+        #expect(!own.isOwnItemState(st, queuedAt: 144))   // a writer's close, handle still open
+        own.closingItem(UInt64(st.st_ino), descriptor: fd) // the daemon's close, marked at 160
+        #expect(!own.isOwnItemState(st, queuedAt: 128))
         #expect(own.isOwnItemState(st, queuedAt: 160))    // the close of the daemon's handle
     }
 
@@ -88,7 +94,7 @@ struct OwnChangesTests {
         own.setQueuePosition { queued.withLock { $0 } }
         let (fd, path) = try temporaryFile()
         defer { close(fd); unlink(path) }
-        let st = try own.changingItem(7) { () throws(Errno) -> stat in
+        let st = try own.changingItem(7, descriptor: fd) { () throws(Errno) -> stat in
             _ = fchmod(fd, 0o640)
             queued.withLock { $0 += 32 }                   // its IN_ATTRIB, at 96
             return try Syscall.fstat(fd)
@@ -99,9 +105,33 @@ struct OwnChangesTests {
         #expect(own.isOwnItemState(same, queuedAt: 96))
     }
 
-    @Test func aCloseRightAfterTheDaemonsWriteIsOwn() throws {
-        let (own, fd, path, st) = try recordedChange()
+    /// inotify merges an IN_ATTRIB identical to the unread one before it: `chmod` then
+    /// `utimens` by the daemon, faster than the watcher reads, echo once, at the first.
+    @Test func twoSetattrsInARowMatchTheirMergedEcho() throws {
+        let own = OwnChanges()
+        own.enabled.store(true, ordering: .relaxed)
+        let queued = Mutex<UInt64>(64)
+        own.setQueuePosition { queued.withLock { $0 } }
+        let (fd, path) = try temporaryFile()
         defer { close(fd); unlink(path) }
+        let inode = UInt64(try state(fd).st_ino)
+        _ = try own.changingItem(inode, descriptor: fd) { () throws(Errno) -> stat in
+            _ = fchmod(fd, 0o640)
+            queued.withLock { $0 += 32 }                   // IN_ATTRIB at 64
+            return try Syscall.fstat(fd)
+        }
+        let st = try own.changingItem(inode, descriptor: fd) { () throws(Errno) -> stat in
+            var times = [timespec(tv_sec: 1_400_000_000, tv_nsec: 0), timespec(tv_sec: 1_400_000_000, tv_nsec: 0)]
+            _ = futimens(fd, &times)                       // merged into the IN_ATTRIB at 64
+            return try Syscall.fstat(fd)
+        }
+        #expect(own.isOwnItemState(st, queuedAt: 64))
+    }
+
+    @Test func aCloseRightAfterTheDaemonsWriteIsOwn() throws {
+        let (own, fd, path, st) = try recordedChange(after: .max)
+        defer { close(fd); unlink(path) }
+        #expect(!own.isOwnItemState(st, queuedAt: 0))      // nothing echoes a write before its close
         own.closingItem(UInt64(st.st_ino), descriptor: fd)
         #expect(own.isOwnItemState(try state(fd), queuedAt: 0))
     }
@@ -114,7 +144,7 @@ struct OwnChangesTests {
         let (fd, path) = try temporaryFile()
         defer { close(fd); unlink(path) }
         let st = try state(fd)
-        own.recordItem(UInt64(st.st_ino), st, lifetime: 0)  // expired at once
+        own.recordItem(UInt64(st.st_ino), st, after: .max, lifetime: 0)  // expired at once
         own.closingItem(UInt64(st.st_ino), descriptor: fd)
         #expect(own.isOwnItemState(try state(fd), queuedAt: 0))
     }

@@ -28,8 +28,12 @@ public final class OpenFile: @unchecked Sendable {
     /// the kernel does the handle's I/O, DESIGN.md 29); it goes when the handle goes.
     public let attachment = Mutex<(any AnyObject & Sendable)?>(nil)
 
-    /// `state`: the item's state now, when the caller has it (saves an `fstat`).
-    init(fd: CInt, item: Item, direct: Bool, writable: Bool, accessMode: CInt, ownChanges: OwnChanges, state: stat? = nil) {
+    /// `state`: the item's state now, when the caller has it (saves an `fstat`); `mark`:
+    /// the inotify queue's position before the open, if the open itself changed the item
+    /// (a creation, a truncation: under passthrough the kernel's own file may close before
+    /// RELEASE, DESIGN.md 29), else `.max` (the close marks it, `OwnChanges.closingItem`).
+    init(fd: CInt, item: Item, direct: Bool, writable: Bool, accessMode: CInt, ownChanges: OwnChanges,
+         state: stat? = nil, mark: UInt64 = .max) {
         self.fd = fd
         self.item = item
         self.direct = direct
@@ -37,8 +41,8 @@ public final class OpenFile: @unchecked Sendable {
         self.ownChanges = accessMode != O_RDONLY ? ownChanges : nil
         self.ownChanges?.changing(item.inode, true)
         if let ownChanges = self.ownChanges {  // the state its close will be compared with
-            if let state { ownChanges.recordItem(item.inode, state, echoesLater: true) }
-            else { ownChanges.recordItem(item.inode, descriptor: fd, echoesLater: true) }
+            if let state { ownChanges.recordItem(item.inode, state, after: mark) }
+            else { ownChanges.recordItem(item.inode, descriptor: fd, after: mark) }
         }
         item.openHandles.add(1, ordering: .relaxed)
     }
@@ -46,7 +50,7 @@ public final class OpenFile: @unchecked Sendable {
     deinit {
         item.openHandles.subtract(1, ordering: .relaxed)
         if let ownChanges {  // the close echoes as IN_CLOSE_WRITE
-            if writesUnseen.load(ordering: .relaxed) { ownChanges.recordItem(item.inode, descriptor: fd) }
+            if writesUnseen.load(ordering: .relaxed) { ownChanges.recordItem(item.inode, descriptor: fd, after: 0) }
             else { ownChanges.closingItem(item.inode, descriptor: fd) }
         }
         Syscall.close(fd)
@@ -57,7 +61,7 @@ public final class OpenFile: @unchecked Sendable {
     /// handle's close echoes (`OwnChanges.closingItem`). Called by the FUSE bridge after each
     /// WRITE, and here by `allocate` and `copyRange`; always before the answer, since an
     /// edit the writer makes once its write returned must not be recorded as the daemon's.
-    public func wrote() { ownChanges?.recordItem(item.inode, descriptor: fd, echoesLater: true) }
+    public func wrote() { ownChanges?.recordItem(item.inode, descriptor: fd, after: .max) }
 
     public func sync(dataOnly: Bool) throws(Errno) { try Syscall.fsync(fd, dataOnly: dataOnly) }
 
@@ -112,17 +116,18 @@ extension Volume {
         }
         let writable = (flags & O_ACCMODE) != O_RDONLY || (flags & O_TRUNC) != 0
         if writable { try zone(of: item).checkModify() }
+        let mark = flags & O_TRUNC != 0 ? ownChanges.queuePosition() : .max
         let fd = try sheddingOnShortage { () throws(Errno) in
             try Credentials.clearingSetID(for: flags & O_TRUNC != 0 ? caller : nil, on: item.fd) { () throws(Errno) in
                 try Syscall.reopen(item.fd, backingFlags(flags & ~Volume.strippedOpenFlags, uncached: uncached) | O_NONBLOCK)
             }
         }
-        // A truncation is the daemon's own change, recorded at once (a handle with write
-        // access records the state it opened in itself): under FUSE passthrough the kernel's
+        // A truncation is the daemon's own change, recorded at once, marked as of before it
+        // (a handle with write access records itself): under FUSE passthrough the kernel's
         // own file, closing before RELEASE, echoes before the handle's close (DESIGN.md 29).
-        if flags & O_TRUNC != 0 && flags & O_ACCMODE == O_RDONLY { ownChanges.recordItem(item.inode, descriptor: fd) }
+        if flags & O_TRUNC != 0 && flags & O_ACCMODE == O_RDONLY { ownChanges.recordItem(item.inode, descriptor: fd, after: mark) }
         return OpenFile(fd: fd, item: item, direct: flags & O_DIRECT != 0, writable: writable,
-                        accessMode: flags & O_ACCMODE, ownChanges: ownChanges)
+                        accessMode: flags & O_ACCMODE, ownChanges: ownChanges, mark: mark)
     }
 
     /// Whether the name the kernel resolved to `item` now leads elsewhere in the store, or
@@ -163,6 +168,7 @@ extension Volume {
     public func create(_ parent: Item, _ name: UnsafePointer<CChar>, mode: mode_t, flags: CInt, caller: Caller) throws(Errno) -> (Item, stat, OpenFile) {
         if strlen(name) > 255 { throw .fileNameTooLong }
         try zone(of: parent).checkCreate(name)
+        let mark = ownChanges.queuePosition()
         let fd: CInt
         do {
             // Always exclusive: the kernel asks to create only a name it believes missing, so
@@ -182,9 +188,10 @@ extension Volume {
         }
         do {
             let (item, st) = try lookup(parent, name)
-            if flags & O_ACCMODE == O_RDONLY { ownChanges.recordItem(item.inode, st) }  // the state it was made in: see `open`
+            // The state it was made in, marked as of before the creation: see `open`.
+            if flags & O_ACCMODE == O_RDONLY { ownChanges.recordItem(item.inode, st, after: mark) }
             let file = OpenFile(fd: fd, item: item, direct: flags & O_DIRECT != 0, writable: true,
-                                accessMode: flags & O_ACCMODE, ownChanges: ownChanges, state: st)
+                                accessMode: flags & O_ACCMODE, ownChanges: ownChanges, state: st, mark: mark)
             return (item, st, file)
         } catch {
             if Volume.isDescriptorShortage(error) {
@@ -204,6 +211,7 @@ extension Volume {
             throw .fileExists
         }
         let accessFlags = (flags & ~(O_CREAT | O_EXCL | O_DIRECT | O_NOCTTY)) | O_NONBLOCK
+        let mark = flags & O_TRUNC != 0 ? ownChanges.queuePosition() : .max
         do {
             if (flags & O_ACCMODE) != O_RDONLY || flags & O_TRUNC != 0 { try zone(of: item).checkModify() }
             var fd = try Credentials.withAccessChecks { () throws(Errno) -> CInt in
@@ -217,7 +225,7 @@ extension Volume {
                 fd = try Syscall.reopen(item.fd, backingFlags(accessFlags & ~O_TRUNC))
             }
             return (item, st, OpenFile(fd: fd, item: item, direct: flags & O_DIRECT != 0, writable: (flags & O_ACCMODE) != O_RDONLY,
-                                       accessMode: flags & O_ACCMODE, ownChanges: ownChanges))
+                                       accessMode: flags & O_ACCMODE, ownChanges: ownChanges, mark: mark))
         } catch {
             items.forget(item.inode, count: 1)
             throw error

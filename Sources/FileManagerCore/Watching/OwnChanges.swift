@@ -22,11 +22,16 @@ import SystemPackage
 /// `fstat`. A record that no echo meets is harmless: it matches only that exact state.
 /// Data: a handle open for writing records the state at its open and after each write the
 /// daemon makes through it, and its close only renews a record that still matches
-/// (`closingItem`). Every record is marked with the queue's position before the daemon's
-/// change (a setattr: its IN_ATTRIB is queued after), or when it is made (an open changes
-/// nothing; a write echoes nothing before its close), and an event queued before that
-/// position — an outside edit whose echo the watcher had not read yet, while the item's state
-/// now includes the daemon's change — never matches it.
+/// (`closingItem`). Every record is marked with a position in the inotify queue, and an
+/// event queued before the mark never matches it: the state recorded may include an outside
+/// edit whose event the watcher has not read yet. A change the daemon makes (a setattr, a
+/// creation, a truncation) is marked with the position before it (its own echo is queued
+/// after); the records of an open and of a write match nothing until the handle's close
+/// marks them with the position just before its `close(2)`, whose IN_CLOSE_WRITE is the
+/// only echo they have. inotify merges an event identical to the unread one before it (the
+/// IN_ATTRIBs of `chmod`, `chown`, `utimens` in a row): a change made on the state the
+/// daemon's previous change left keeps that change's mark, so the merged echo, queued at
+/// the first, still matches.
 public final class OwnChanges: Sendable {
     struct EntryKey: Hashable {
         let directory: UInt64
@@ -47,10 +52,10 @@ public final class OwnChanges: Sendable {
     /// daemon itself was changing it may have moved by the daemon's hand, not yet recorded.
     private let busy = Mutex<[UInt64: Int]>([:])
     /// Per item: its ctime right after the daemon's last change, until when to keep it, and
-    /// the queue position from which on an echo may match (0: any; see the type's doc).
+    /// the queue position from which on an echo may match (0: any; `.max`: none yet).
     private let items = Mutex<[UInt64: (seconds: Int, nanoseconds: Int, deadline: UInt64, after: UInt64)]>([:])
     /// The inotify queue's position now: bytes of events ever queued (the watcher's, set
-    /// before `enabled`; an overshoot only makes an echo count as outside).
+    /// before `enabled`).
     private let position = Mutex<(@Sendable () -> UInt64)?>(nil)
     /// Off until a watcher runs: without one, recording would only grow the tables.
     let enabled = Atomic<Bool>(false)
@@ -81,17 +86,18 @@ public final class OwnChanges: Sendable {
     /// The watcher tells where its queue stands (before it enables recording).
     func setQueuePosition(_ body: @escaping @Sendable () -> UInt64) { position.withLock { $0 = body } }
 
-    /// Where the watcher's queue stands now (0 without a watcher: any echo may match).
-    func queuePosition() -> UInt64 { position.withLock { $0 }?() ?? 0 }
+    /// Where the watcher's queue stands now (0 without a watcher: any echo may match). Read
+    /// before a change the daemon makes, as that change's mark.
+    func queuePosition() -> UInt64 {
+        guard enabled.load(ordering: .relaxed) else { return 0 }
+        return position.withLock { $0 }?() ?? 0
+    }
 
-    /// The daemon has just changed the item (its attributes, its size), or opened or wrote
-    /// it; `st` is what `fstat` says now. `after`: the queue's position before the change
-    /// (`changingItem`); `echoesLater`: the position now (an open, a write: nothing of the
-    /// daemon's echoes before the handle's close). `lifetime`: for tests.
-    func recordItem(_ inode: UInt64, _ st: stat, after: UInt64 = 0, echoesLater: Bool = false,
-                    lifetime: UInt64 = OwnChanges.lifetime) {
+    /// The daemon has just changed, opened or written the item; `st` is what `fstat` says
+    /// now; `after`, the mark (see the type's doc: `.max` until a close marks it).
+    /// `lifetime`: for tests.
+    func recordItem(_ inode: UInt64, _ st: stat, after: UInt64, lifetime: UInt64 = OwnChanges.lifetime) {
         guard enabled.load(ordering: .relaxed) else { return }
-        let after = echoesLater ? queuePosition() : after
         let deadline = Self.now() + lifetime
         items.withLock { table in
             Self.prune(&table) { $0.deadline }
@@ -101,9 +107,9 @@ public final class OwnChanges: Sendable {
 
     /// `recordItem` after `fstat` of a descriptor of the item (best effort: without the
     /// record the echo is merely reported as outside, one needless invalidation).
-    func recordItem(_ inode: UInt64, descriptor fd: CInt, echoesLater: Bool = false) {
+    func recordItem(_ inode: UInt64, descriptor fd: CInt, after: UInt64) {
         guard enabled.load(ordering: .relaxed), let st = try? Syscall.fstat(fd) else { return }
-        recordItem(inode, st, echoesLater: echoesLater)
+        recordItem(inode, st, after: after)
     }
 
     /// A handle that wrote is closing; `fd` is its descriptor. Its close echoes as
@@ -113,12 +119,15 @@ public final class OwnChanges: Sendable {
     /// made in the store after the last write — before the kernel's RELEASE, which comes after
     /// the caller's close(2) returned — is seen as the outside change it is. Recording the
     /// state here instead took that edit for the daemon's own.
+    /// Called before the descriptor's `close(2)`: the mark is taken after the `fstat`, so
+    /// that only the close's own echo, or one that changes nothing, comes after it.
     func closingItem(_ inode: UInt64, descriptor fd: CInt) {
         guard enabled.load(ordering: .relaxed), let st = try? Syscall.fstat(fd) else { return }
+        let mark = queuePosition()
         let deadline = Self.now() + Self.lifetime
         items.withLock { table in
             guard let e = table[inode], e.seconds == st.st_ctim.tv_sec, e.nanoseconds == st.st_ctim.tv_nsec else { return }
-            table[inode] = (e.seconds, e.nanoseconds, deadline, e.after)
+            table[inode] = (e.seconds, e.nanoseconds, deadline, min(e.after, mark))
         }
     }
 
@@ -130,13 +139,24 @@ public final class OwnChanges: Sendable {
         }
     }
 
-    /// Runs one change of the item by the daemon, recording its state after (`st`).
-    func changingItem(_ inode: UInt64, _ body: () throws(Errno) -> stat) throws(Errno) -> stat {
+    /// Runs one change of the item (whose descriptor is `fd`) by the daemon, recording its
+    /// state after (`st`), marked with the queue's position before the change — or with the
+    /// mark of the daemon's previous change, if the item was still in the state that one
+    /// left (inotify may merge the two echoes into the first).
+    func changingItem(_ inode: UInt64, descriptor fd: CInt, _ body: () throws(Errno) -> stat) throws(Errno) -> stat {
         changing(inode, true)
         defer { changing(inode, false) }
-        let before = enabled.load(ordering: .relaxed) ? queuePosition() : 0
+        guard enabled.load(ordering: .relaxed) else { return try body() }
+        var mark = queuePosition()
+        if let before = try? Syscall.fstat(fd) {
+            items.withLock { table in
+                if let e = table[inode], e.seconds == before.st_ctim.tv_sec, e.nanoseconds == before.st_ctim.tv_nsec {
+                    mark = min(mark, e.after)
+                }
+            }
+        }
         let st = try body()
-        recordItem(inode, st, after: before)
+        recordItem(inode, st, after: mark)
         return st
     }
 

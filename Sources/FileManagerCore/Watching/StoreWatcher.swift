@@ -82,8 +82,6 @@ public final class StoreWatcher: @unchecked Sendable {
         trashInode = (try? Syscall.fstat(volume.store.trashFD)).map { UInt64($0.st_ino) } ?? 0
         refreshBudget()
         watchStore()
-        // Queued first, then read: a read in between overshoots, which only makes an echo
-        // count as outside (OwnChanges).
         volume.ownChanges.setQueuePosition { [weak self] in self?.queuePosition() ?? 0 }
         volume.ownChanges.enabled.store(true, ordering: .releasing)
     }
@@ -241,6 +239,9 @@ public final class StoreWatcher: @unchecked Sendable {
     /// write; read by requests registering as waiters).
     private let readBytes = Atomic<UInt64>(0)
     private let handledBytes = Atomic<UInt64>(0)
+    /// Odd while a read of the queue is under way (events are leaving the queue and not yet
+    /// counted in `readBytes`): `queuePosition` reads both sides between two even values.
+    private let reading = Atomic<UInt64>(0)
     /// Work too heavy for a request thread, left to the watcher thread (`draining` held):
     /// a rescan after an overflow, and new directories to watch (by parent watch and name).
     private var rescanDue = false
@@ -328,9 +329,11 @@ public final class StoreWatcher: @unchecked Sendable {
         var outside = false
         var left = limit ?? Int.max
         while left > 0 {
+            reading.add(1, ordering: .acquiringAndReleasing)
             let n = read(inotify, buffer, min(Self.bufferSize, left))
+            let start = readBytes.add(UInt64(max(n, 0)), ordering: .releasing).oldValue
+            reading.add(1, ordering: .acquiringAndReleasing)
             if n <= 0 { break }
-            let start = readBytes.add(UInt64(n), ordering: .releasing).oldValue
             left -= n
             var offset = 0
             while offset < n {
@@ -391,17 +394,27 @@ public final class StoreWatcher: @unchecked Sendable {
             if !volume.afterObserversCaughtUp(with: inode, then) { then() }
             return
         }
-        // Everything queued now, and whatever the reader holds: queued first, then read, so
-        // that a read in between counts twice (a longer wait) rather than not at all.
+        // Everything queued now, and whatever the reader holds.
         let until = queuePosition()
         waiters.withLock { $0.append((inode, until, then)) }
         wake()
     }
 
-    /// Bytes of events ever queued, as of now: what is queued, then what was read (a read
-    /// in between counts twice: the position overshoots, never falls short).
+    /// Bytes of events ever queued, as of now: what is queued plus what was read, taken
+    /// while no read is under way (during one, events have left the queue but are not
+    /// counted yet: the sum would fall short, and an outside event could pass for one
+    /// queued after a record of the daemon's, OwnChanges). If reads keep coming, a whole
+    /// buffer more: too far only makes an echo of the daemon's count as outside.
     private func queuePosition() -> UInt64 {
-        UInt64(clinux_bytes_queued(inotify)) + readBytes.load(ordering: .acquiring)
+        for _ in 0..<100 {
+            let before = reading.load(ordering: .acquiring)
+            if before & 1 == 0 {
+                let sum = UInt64(clinux_bytes_queued(inotify)) + readBytes.load(ordering: .acquiring)
+                if reading.load(ordering: .acquiring) == before { return sum }
+            }
+            sched_yield()
+        }
+        return UInt64(clinux_bytes_queued(inotify)) + readBytes.load(ordering: .acquiring) + UInt64(Self.bufferSize)
     }
 
     /// Reads the queue if nobody is reading it, waiting for nothing: the changes found go

@@ -124,7 +124,6 @@ struct MountCommand: ParsableCommand {
             control.stop()
             watcher.stop()
             notifier?.stop()
-            session.unmount()
             withExtendedLifetime((session, lock, unmountWatcher)) {}
         } catch {
             ready.fail("\(error)")
