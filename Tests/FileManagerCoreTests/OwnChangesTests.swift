@@ -15,6 +15,16 @@ struct OwnChangesTests {
         return (fd, String(cString: template))
     }
 
+    /// Gives `own` a real, empty inotify queue whose position is `bytes` (as if that many
+    /// bytes of events had been read from it); the descriptor, to close.
+    func queue(of own: OwnChanges, at bytes: UInt64) throws -> CInt {
+        let fd = inotify_init1(CInt(IN_NONBLOCK | IN_CLOEXEC))
+        try #require(fd >= 0)
+        own.cursor.descriptor.store(fd, ordering: .relaxed)
+        own.cursor.readBytes.store(bytes, ordering: .relaxed)
+        return fd
+    }
+
     func state(_ fd: CInt) throws -> stat {
         var st = stat()
         try #require(fstat(fd, &st) == 0)
@@ -73,9 +83,9 @@ struct OwnChangesTests {
     @Test func anOpensRecordMatchesOnlyItsClosesEcho() throws {
         let own = OwnChanges()
         own.enabled.store(true, ordering: .relaxed)
-        own.setQueuePosition { 160 }                       // 160 bytes of events queued so far
+        let q = try queue(of: own, at: 160)                // 160 bytes of events queued so far
         let (fd, path) = try temporaryFile()
-        defer { close(fd); unlink(path) }
+        defer { close(fd); unlink(path); close(q) }
         let st = try state(fd)                             // edited outside, event at 128 unread
         own.recordItem(UInt64(st.st_ino), st, after: .max) // then opened by the daemon
         #expect(!own.isOwnItemState(st, queuedAt: 128))   // the outside edit's echo
@@ -90,13 +100,12 @@ struct OwnChangesTests {
     @Test func aSetattrsEchoMatchesButNotAnEarlierOutsideEdit() throws {
         let own = OwnChanges()
         own.enabled.store(true, ordering: .relaxed)
-        let queued = Mutex<UInt64>(96)                     // an outside edit's echo at 64, unread
-        own.setQueuePosition { queued.withLock { $0 } }
+        let q = try queue(of: own, at: 96)                 // an outside edit's echo at 64, unread
         let (fd, path) = try temporaryFile()
-        defer { close(fd); unlink(path) }
+        defer { close(fd); unlink(path); close(q) }
         let st = try own.changingItem(7, descriptor: fd) { () throws(Errno) -> stat in
             _ = fchmod(fd, 0o640)
-            queued.withLock { $0 += 32 }                   // its IN_ATTRIB, at 96
+            own.cursor.readBytes.add(32, ordering: .relaxed)  // its IN_ATTRIB, at 96
             return try Syscall.fstat(fd)
         }
         var same = st
@@ -110,14 +119,13 @@ struct OwnChangesTests {
     @Test func twoSetattrsInARowMatchTheirMergedEcho() throws {
         let own = OwnChanges()
         own.enabled.store(true, ordering: .relaxed)
-        let queued = Mutex<UInt64>(64)
-        own.setQueuePosition { queued.withLock { $0 } }
+        let q = try queue(of: own, at: 64)
         let (fd, path) = try temporaryFile()
-        defer { close(fd); unlink(path) }
+        defer { close(fd); unlink(path); close(q) }
         let inode = UInt64(try state(fd).st_ino)
         _ = try own.changingItem(inode, descriptor: fd) { () throws(Errno) -> stat in
             _ = fchmod(fd, 0o640)
-            queued.withLock { $0 += 32 }                   // IN_ATTRIB at 64
+            own.cursor.readBytes.add(32, ordering: .relaxed)  // IN_ATTRIB at 64
             return try Syscall.fstat(fd)
         }
         let st = try own.changingItem(inode, descriptor: fd) { () throws(Errno) -> stat in

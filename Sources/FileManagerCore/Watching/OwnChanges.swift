@@ -54,9 +54,8 @@ public final class OwnChanges: Sendable {
     /// Per item: its ctime right after the daemon's last change, until when to keep it, and
     /// the queue position from which on an echo may match (0: any; `.max`: none yet).
     private let items = Mutex<[UInt64: (seconds: Int, nanoseconds: Int, deadline: UInt64, after: UInt64)]>([:])
-    /// The inotify queue's position now: bytes of events ever queued (the watcher's, set
-    /// before `enabled`).
-    private let position = Mutex<(@Sendable () -> UInt64)?>(nil)
+    /// Where the watcher's inotify queue stands (the watcher reads the queue through it).
+    let cursor = QueueCursor()
     /// Off until a watcher runs: without one, recording would only grow the tables.
     let enabled = Atomic<Bool>(false)
 
@@ -83,14 +82,11 @@ public final class OwnChanges: Sendable {
         }
     }
 
-    /// The watcher tells where its queue stands (before it enables recording).
-    func setQueuePosition(_ body: @escaping @Sendable () -> UInt64) { position.withLock { $0 = body } }
-
     /// Where the watcher's queue stands now (0 without a watcher: any echo may match). Read
     /// before a change the daemon makes, as that change's mark.
     func queuePosition() -> UInt64 {
         guard enabled.load(ordering: .relaxed) else { return 0 }
-        return position.withLock { $0 }?() ?? 0
+        return cursor.position()
     }
 
     /// The daemon has just changed, opened or written the item; `st` is what `fstat` says

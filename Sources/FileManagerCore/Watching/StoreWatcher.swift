@@ -82,7 +82,7 @@ public final class StoreWatcher: @unchecked Sendable {
         trashInode = (try? Syscall.fstat(volume.store.trashFD)).map { UInt64($0.st_ino) } ?? 0
         refreshBudget()
         watchStore()
-        volume.ownChanges.setQueuePosition { [weak self] in self?.queuePosition() ?? 0 }
+        cursor.descriptor.store(inotify, ordering: .releasing)
         volume.ownChanges.enabled.store(true, ordering: .releasing)
     }
 
@@ -237,11 +237,8 @@ public final class StoreWatcher: @unchecked Sendable {
     private let waiters = Mutex<[(inode: UInt64, until: UInt64, then: @Sendable () -> Void)]>([])
     /// Bytes of events read from the queue, and of those, handled (`draining` held to
     /// write; read by requests registering as waiters).
-    private let readBytes = Atomic<UInt64>(0)
+    private var cursor: QueueCursor { volume.ownChanges.cursor }
     private let handledBytes = Atomic<UInt64>(0)
-    /// Odd while a read of the queue is under way (events are leaving the queue and not yet
-    /// counted in `readBytes`): `queuePosition` reads both sides between two even values.
-    private let reading = Atomic<UInt64>(0)
     /// Work too heavy for a request thread, left to the watcher thread (`draining` held):
     /// a rescan after an overflow, and new directories to watch (by parent watch and name).
     private var rescanDue = false
@@ -329,10 +326,7 @@ public final class StoreWatcher: @unchecked Sendable {
         var outside = false
         var left = limit ?? Int.max
         while left > 0 {
-            reading.add(1, ordering: .acquiringAndReleasing)
-            let n = read(inotify, buffer, min(Self.bufferSize, left))
-            let start = readBytes.add(UInt64(max(n, 0)), ordering: .releasing).oldValue
-            reading.add(1, ordering: .acquiringAndReleasing)
+            let (start, n) = cursor.read(into: buffer, count: min(Self.bufferSize, left))
             if n <= 0 { break }
             left -= n
             var offset = 0
@@ -395,26 +389,9 @@ public final class StoreWatcher: @unchecked Sendable {
             return
         }
         // Everything queued now, and whatever the reader holds.
-        let until = queuePosition()
+        let until = cursor.position()
         waiters.withLock { $0.append((inode, until, then)) }
         wake()
-    }
-
-    /// Bytes of events ever queued, as of now: what is queued plus what was read, taken
-    /// while no read is under way (during one, events have left the queue but are not
-    /// counted yet: the sum would fall short, and an outside event could pass for one
-    /// queued after a record of the daemon's, OwnChanges). If reads keep coming, a whole
-    /// buffer more: too far only makes an echo of the daemon's count as outside.
-    private func queuePosition() -> UInt64 {
-        for _ in 0..<100 {
-            let before = reading.load(ordering: .acquiring)
-            if before & 1 == 0 {
-                let sum = UInt64(clinux_bytes_queued(inotify)) + readBytes.load(ordering: .acquiring)
-                if reading.load(ordering: .acquiring) == before { return sum }
-            }
-            sched_yield()
-        }
-        return UInt64(clinux_bytes_queued(inotify)) + readBytes.load(ordering: .acquiring) + UInt64(Self.bufferSize)
     }
 
     /// Reads the queue if nobody is reading it, waiting for nothing: the changes found go
