@@ -138,9 +138,9 @@ public final class FUSESession {
         // still be told of changes, sends nothing more (it checks the flag before each
         // message). Neither loop leaves the flag set: the readers never set it, and
         // libfuse's pool clears it (`fuse_session_reset`). The unmount stays here, before
-        // the notifier stops: closing the descriptor ends the connection, which is what
-        // frees a notification already waiting in the kernel (on a directory lock or a
-        // page whose request nobody will serve now).
+        // the watcher and the notifier stop, as it always was: they may still be in a
+        // notification the kernel holds on a lock or a page whose request nobody will
+        // serve now, and keeping the mount up for them could only make that worse.
         fuse_session_exit(session)
         options.ring?.stop(mountPoint: mountPoint)
         if let passthrough = bridge.passthrough {

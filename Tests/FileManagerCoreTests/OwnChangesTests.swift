@@ -73,7 +73,7 @@ struct OwnChangesTests {
         close(other)
         let edited = try state(fd)
         own.closingItem(UInt64(edited.st_ino), descriptor: fd)  // then the handle closes
-        #expect(!own.isOwnItemState(edited, queuedAt: 0))
+        #expect(!own.isOwnItemState(edited, queuedAt: 0, closing: true))
     }
 
     /// The record of an open (or a write) matches only the echo of the handle's close: not
@@ -88,11 +88,11 @@ struct OwnChangesTests {
         defer { close(fd); unlink(path); close(q) }
         let st = try state(fd)                             // edited outside, event at 128 unread
         own.recordItem(UInt64(st.st_ino), st, after: .max) // then opened by the daemon
-        #expect(!own.isOwnItemState(st, queuedAt: 128))   // the outside edit's echo
-        #expect(!own.isOwnItemState(st, queuedAt: 144))   // a writer's close, handle still open
+        #expect(!own.isOwnItemState(st, queuedAt: 128, closing: true))   // the outside edit's echo
+        #expect(!own.isOwnItemState(st, queuedAt: 144, closing: true))   // a writer's close, handle still open
         own.closingItem(UInt64(st.st_ino), descriptor: fd) // the daemon's close, marked at 160
-        #expect(!own.isOwnItemState(st, queuedAt: 128))
-        #expect(own.isOwnItemState(st, queuedAt: 160))    // the close of the daemon's handle
+        #expect(!own.isOwnItemState(st, queuedAt: 128, closing: true))
+        #expect(own.isOwnItemState(st, queuedAt: 160, closing: true))    // the close of the daemon's handle
     }
 
     /// A setattr's own IN_ATTRIB is queued by its system call, before the state is recorded:
@@ -136,12 +136,33 @@ struct OwnChangesTests {
         #expect(own.isOwnItemState(st, queuedAt: 64))
     }
 
+    /// A setattr made while a handle that wrote is open marks IN_ATTRIB only: until the
+    /// handle's close, an outside writer's IN_CLOSE_WRITE still does not match.
+    @Test func aSetattrDoesNotOpenTheCloseEchoEarly() throws {
+        let own = OwnChanges()
+        own.enabled.store(true, ordering: .relaxed)
+        let q = try queue(of: own, at: 64)
+        let (fd, path) = try temporaryFile()
+        defer { close(fd); unlink(path); close(q) }
+        let inode = UInt64(try state(fd).st_ino)
+        own.recordItem(inode, try state(fd), after: .max)  // opened and written by the daemon
+        let st = try own.changingItem(inode, descriptor: fd) { () throws(Errno) -> stat in
+            _ = fchmod(fd, 0o640)
+            own.cursor.readBytes.add(32, ordering: .relaxed)  // its IN_ATTRIB, at 64
+            return try Syscall.fstat(fd)
+        }
+        #expect(own.isOwnItemState(st, queuedAt: 64))
+        #expect(!own.isOwnItemState(st, queuedAt: 96, closing: true))  // someone else's close
+        own.closingItem(inode, descriptor: fd)                         // the daemon's, marked at 96
+        #expect(own.isOwnItemState(st, queuedAt: 96, closing: true))
+    }
+
     @Test func aCloseRightAfterTheDaemonsWriteIsOwn() throws {
         let (own, fd, path, st) = try recordedChange(after: .max)
         defer { close(fd); unlink(path) }
-        #expect(!own.isOwnItemState(st, queuedAt: 0))      // nothing echoes a write before its close
+        #expect(!own.isOwnItemState(st, queuedAt: 0, closing: true))      // nothing echoes a write before its close
         own.closingItem(UInt64(st.st_ino), descriptor: fd)
-        #expect(own.isOwnItemState(try state(fd), queuedAt: 0))
+        #expect(own.isOwnItemState(try state(fd), queuedAt: 0, closing: true))
     }
 
     /// The close renews the record: a handle that last wrote long ago still closes as the
@@ -154,7 +175,7 @@ struct OwnChangesTests {
         let st = try state(fd)
         own.recordItem(UInt64(st.st_ino), st, after: .max, lifetime: 0)  // expired at once
         own.closingItem(UInt64(st.st_ino), descriptor: fd)
-        #expect(own.isOwnItemState(try state(fd), queuedAt: 0))
+        #expect(own.isOwnItemState(try state(fd), queuedAt: 0, closing: true))
     }
 
     @Test func aCloseWithoutARecordIsNotOwn() throws {
@@ -164,7 +185,7 @@ struct OwnChangesTests {
         defer { close(fd); unlink(path) }
         let st = try state(fd)
         own.closingItem(UInt64(st.st_ino), descriptor: fd)
-        #expect(!own.isOwnItemState(st, queuedAt: 0))
+        #expect(!own.isOwnItemState(st, queuedAt: 0, closing: true))
     }
 
     @Test func nothingIsOwnWithoutARecord() throws {

@@ -53,7 +53,18 @@ public final class OwnChanges: Sendable {
     private let busy = Mutex<[UInt64: Int]>([:])
     /// Per item: its ctime right after the daemon's last change, until when to keep it, and
     /// the queue position from which on an echo may match (0: any; `.max`: none yet).
-    private let items = Mutex<[UInt64: (seconds: Int, nanoseconds: Int, deadline: UInt64, after: UInt64)]>([:])
+    private let items = Mutex<[UInt64: ItemRecord]>([:])
+    /// A state the daemon left, and from which queue positions on its echoes may match: one
+    /// mark for IN_ATTRIB (a setattr's echo comes at once), one for IN_CLOSE_WRITE (an open
+    /// handle's comes at its close; an outside writer closing before must not match).
+    struct ItemRecord {
+        var seconds: Int
+        var nanoseconds: Int
+        var deadline: UInt64
+        var attributesAfter: UInt64
+        var closeAfter: UInt64
+        func describes(_ st: stat) -> Bool { seconds == st.st_ctim.tv_sec && nanoseconds == st.st_ctim.tv_nsec }
+    }
     /// Where the watcher's inotify queue stands (the watcher reads the queue through it).
     let cursor = QueueCursor()
     /// Off until a watcher runs: without one, recording would only grow the tables.
@@ -85,19 +96,28 @@ public final class OwnChanges: Sendable {
     /// Where the watcher's queue stands now (0 without a watcher: any echo may match). Read
     /// before a change the daemon makes, as that change's mark.
     func queuePosition() -> UInt64 {
-        guard enabled.load(ordering: .relaxed) else { return 0 }
+        guard enabled.load(ordering: .acquiring) else { return 0 }
         return cursor.position()
     }
 
     /// The daemon has just changed, opened or written the item; `st` is what `fstat` says
-    /// now; `after`, the mark (see the type's doc: `.max` until a close marks it).
-    /// `lifetime`: for tests.
-    func recordItem(_ inode: UInt64, _ st: stat, after: UInt64, lifetime: UInt64 = OwnChanges.lifetime) {
+    /// now; `after`, the mark of both kinds of echo (see the type's doc: `.max` until a
+    /// close marks it), or `closeAfter` apart. A record of the state the live one describes
+    /// keeps its earlier marks: nothing changed the item in between, so an echo still unread
+    /// is still the daemon's. `lifetime`: for tests.
+    func recordItem(_ inode: UInt64, _ st: stat, after: UInt64, closeAfter: UInt64? = nil,
+                    lifetime: UInt64 = OwnChanges.lifetime) {
         guard enabled.load(ordering: .relaxed) else { return }
         let deadline = Self.now() + lifetime
         items.withLock { table in
             Self.prune(&table) { $0.deadline }
-            table[inode] = (st.st_ctim.tv_sec, st.st_ctim.tv_nsec, deadline, after)
+            var record = ItemRecord(seconds: st.st_ctim.tv_sec, nanoseconds: st.st_ctim.tv_nsec, deadline: deadline,
+                                    attributesAfter: after, closeAfter: closeAfter ?? after)
+            if let e = table[inode], e.describes(st) {
+                record.attributesAfter = min(record.attributesAfter, e.attributesAfter)
+                record.closeAfter = min(record.closeAfter, e.closeAfter)
+            }
+            table[inode] = record
         }
     }
 
@@ -122,8 +142,10 @@ public final class OwnChanges: Sendable {
         let mark = queuePosition()
         let deadline = Self.now() + Self.lifetime
         items.withLock { table in
-            guard let e = table[inode], e.seconds == st.st_ctim.tv_sec, e.nanoseconds == st.st_ctim.tv_nsec else { return }
-            table[inode] = (e.seconds, e.nanoseconds, deadline, min(e.after, mark))
+            guard var e = table[inode], e.describes(st) else { return }
+            e.deadline = deadline
+            e.closeAfter = min(e.closeAfter, mark)
+            table[inode] = e
         }
     }
 
@@ -136,23 +158,26 @@ public final class OwnChanges: Sendable {
     }
 
     /// Runs one change of the item (whose descriptor is `fd`) by the daemon, recording its
-    /// state after (`st`), marked with the queue's position before the change — or with the
-    /// mark of the daemon's previous change, if the item was still in the state that one
-    /// left (inotify may merge the two echoes into the first).
+    /// state after (`st`). Its IN_ATTRIB is marked with the queue's position before the
+    /// change — or with the mark of the daemon's previous change, if the item was still in
+    /// the state that one left (inotify may merge the two echoes into the first). A close
+    /// still to come keeps the previous change's mark for IN_CLOSE_WRITE (none: `.max`).
     func changingItem(_ inode: UInt64, descriptor fd: CInt, _ body: () throws(Errno) -> stat) throws(Errno) -> stat {
         changing(inode, true)
         defer { changing(inode, false) }
-        guard enabled.load(ordering: .relaxed) else { return try body() }
-        var mark = queuePosition()
+        guard enabled.load(ordering: .acquiring) else { return try body() }
+        var attributesMark = queuePosition()
+        var closeMark = UInt64.max
         if let before = try? Syscall.fstat(fd) {
             items.withLock { table in
-                if let e = table[inode], e.seconds == before.st_ctim.tv_sec, e.nanoseconds == before.st_ctim.tv_nsec {
-                    mark = min(mark, e.after)
+                if let e = table[inode], e.describes(before) {
+                    attributesMark = min(attributesMark, e.attributesAfter)
+                    closeMark = e.closeAfter
                 }
             }
         }
         let st = try body()
-        recordItem(inode, st, after: mark)
+        recordItem(inode, st, after: attributesMark, closeAfter: closeMark)
         return st
     }
 
@@ -220,12 +245,14 @@ public final class OwnChanges: Sendable {
 
     /// Whether the item's current state `st` (the watcher's `fstatat` after an IN_CLOSE_WRITE
     /// or IN_ATTRIB queued at `position`) is the one the daemon's own last change left.
-    func isOwnItemState(_ st: stat, queuedAt position: UInt64) -> Bool {
+    /// `closing`: the event is an IN_CLOSE_WRITE (else an IN_ATTRIB).
+    func isOwnItemState(_ st: stat, queuedAt position: UInt64, closing: Bool = false) -> Bool {
         let now = Self.now()
         return items.withLock { table in
             guard let e = table[UInt64(st.st_ino)] else { return false }
-            if e.seconds == st.st_ctim.tv_sec && e.nanoseconds == st.st_ctim.tv_nsec && e.deadline >= now {
-                return position >= e.after  // an echo queued before the record is someone else's
+            if e.describes(st) && e.deadline >= now {
+                // An echo queued before the mark is someone else's.
+                return position >= (closing ? e.closeAfter : e.attributesAfter)
             }
             table[UInt64(st.st_ino)] = nil  // moved on: someone else changed it since
             return false

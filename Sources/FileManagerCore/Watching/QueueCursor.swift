@@ -29,18 +29,19 @@ final class QueueCursor: Sendable {
         return (start, n)
     }
 
-    /// The position now, taken while no read is under way. If reads keep coming, a whole
-    /// `slack` more: too far only makes an echo of the daemon's own count as outside.
-    func position(slack: UInt64 = 64 * 1024) -> UInt64 {
+    /// The position now, taken while no read is under way. If a read is under way at each
+    /// of a few looks, `slack` more (what one read can take off the queue uncounted): too
+    /// far only makes an echo of the daemon's own count as outside. A request thread never
+    /// waits for the watcher's read.
+    func position(slack: UInt64 = UInt64(StoreWatcher.bufferSize)) -> UInt64 {
         let fd = descriptor.load(ordering: .acquiring)
         guard fd >= 0 else { return 0 }
-        for _ in 0..<100 {
+        for _ in 0..<4 {
             let before = reading.load(ordering: .acquiring)
             if before & 1 == 0 {
                 let sum = UInt64(max(clinux_bytes_queued(fd), 0)) + readBytes.load(ordering: .acquiring)
                 if reading.load(ordering: .acquiring) == before { return sum }
             }
-            sched_yield()
         }
         return UInt64(max(clinux_bytes_queued(fd), 0)) + readBytes.load(ordering: .acquiring) + slack
     }

@@ -223,7 +223,7 @@ public final class StoreWatcher: @unchecked Sendable {
 
     // MARK: - Events
 
-    private static let bufferSize = 64 * 1024
+    static let bufferSize = 64 * 1024
     /// The inotify read buffer; used with `draining` held.
     private let buffer = UnsafeMutableRawPointer.allocate(byteCount: StoreWatcher.bufferSize, alignment: 8)
     /// Held by whoever reads and handles events: the watcher thread, or a request handler
@@ -235,9 +235,10 @@ public final class StoreWatcher: @unchecked Sendable {
     /// asked. Under a storm of outside changes the queue never empties; the position is
     /// what keeps such a request from waiting for changes made after it.
     private let waiters = Mutex<[(inode: UInt64, until: UInt64, then: @Sendable () -> Void)]>([])
-    /// Bytes of events read from the queue, and of those, handled (`draining` held to
-    /// write; read by requests registering as waiters).
+    /// Where the queue stands (bytes of events queued and read); shared with `OwnChanges`.
     private var cursor: QueueCursor { volume.ownChanges.cursor }
+    /// Bytes of events read and handled (`draining` held to write; read by requests
+    /// registering as waiters).
     private let handledBytes = Atomic<UInt64>(0)
     /// Work too heavy for a request thread, left to the watcher thread (`draining` held):
     /// a rescan after an overflow, and new directories to watch (by parent watch and name).
@@ -279,9 +280,10 @@ public final class StoreWatcher: @unchecked Sendable {
                 let batch = drain(inline: true)
                 if batch.events > 0 { gather.finished(outside: batch.outside, now: OwnChanges.now()) }
                 timeout = Self.pollTimeout(considerRetry())
-                // A waiter's `until` can overshoot (another thread may read between its look at
-                // the queue and at `readBytes`); a queue found empty while `draining` is held
-                // means everything queued before any waiter asked has been handled.
+                // A waiter's `until` can overshoot (`QueueCursor.position` adds a read's worth
+                // when it keeps finding a read under way); a queue found empty while
+                // `draining` is held means everything queued before any waiter asked has
+                // been handled.
                 let handled = clinux_bytes_queued(inotify) == 0 ? UInt64.max : handledBytes.load(ordering: .acquiring)
                 return waiters.withLock { w in
                     let due = w.filter { $0.until <= handled }
@@ -468,7 +470,7 @@ public final class StoreWatcher: @unchecked Sendable {
             if mask & UInt32(IN_ATTRIB) != 0 && volume.ownChanges.expectsRemoval(dir.inode, name) { return outside }
             guard let st = try? name.withName({ p throws(Errno) in try Syscall.fstatat(dir.fd, p) }) else { return outside }
             let inode = UInt64(st.st_ino)
-            if !volume.ownChanges.isOwnItemState(st, queuedAt: queuedAt) {
+            if !volume.ownChanges.isOwnItemState(st, queuedAt: queuedAt, closing: mask & UInt32(IN_CLOSE_WRITE) != 0) {
                 outside = true
                 volume.outsideItemChanges.note(inode)  // before the table is asked: see there
                 volume.forgetCachedAttributes(inode)
