@@ -157,6 +157,21 @@ struct OwnChangesTests {
         #expect(own.isOwnItemState(st, queuedAt: 96, closing: true))
     }
 
+    /// A descriptor the daemon opened only to check access (`open(O_CREAT)` of an existing
+    /// file under writeback) closes as its own: marked just before its close.
+    @Test func anUnwrittenDescriptorsCloseIsOwn() throws {
+        let own = OwnChanges()
+        own.enabled.store(true, ordering: .relaxed)
+        let q = try queue(of: own, at: 48)
+        let (fd, path) = try temporaryFile()
+        defer { close(fd); unlink(path); close(q) }
+        let st = try state(fd)
+        own.closingUnwritten(UInt64(st.st_ino), descriptor: fd, after: .max)
+        #expect(own.isOwnItemState(st, queuedAt: 48, closing: true))
+        #expect(!own.isOwnItemState(st, queuedAt: 16, closing: true))  // an earlier writer's close
+        #expect(!own.isOwnItemState(st, queuedAt: 48))                  // no change of attributes
+    }
+
     @Test func aCloseRightAfterTheDaemonsWriteIsOwn() throws {
         let (own, fd, path, st) = try recordedChange(after: .max)
         defer { close(fd); unlink(path) }

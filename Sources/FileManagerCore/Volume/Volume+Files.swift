@@ -221,7 +221,10 @@ extension Volume {
             // needs (readable under writeback: it reads pages it partly overwrites).
             if backingFlags(accessFlags) != accessFlags {
                 let checked = fd
-                defer { Syscall.close(checked) }
+                defer {
+                    ownChanges.closingUnwritten(item.inode, descriptor: checked, after: mark)  // its echo is own
+                    Syscall.close(checked)
+                }
                 fd = try Syscall.reopen(item.fd, backingFlags(accessFlags & ~O_TRUNC))
             }
             return (item, st, OpenFile(fd: fd, item: item, direct: flags & O_DIRECT != 0, writable: (flags & O_ACCMODE) != O_RDONLY,

@@ -149,6 +149,14 @@ public final class OwnChanges: Sendable {
         }
     }
 
+    /// A descriptor of the daemon's that wrote nothing is closing (`fd`, before its
+    /// `close(2)`); `after`: the mark of a change it made when opened (a truncation), else
+    /// `.max`. Its IN_CLOSE_WRITE is the daemon's own, marked with the position now.
+    func closingUnwritten(_ inode: UInt64, descriptor fd: CInt, after: UInt64) {
+        guard enabled.load(ordering: .relaxed), let st = try? Syscall.fstat(fd) else { return }
+        recordItem(inode, st, after: after, closeAfter: queuePosition())
+    }
+
     /// The daemon starts (`true`) or ends (`false`) a change of the item: see `busy`.
     func changing(_ inode: UInt64, _ starts: Bool) {
         busy.withLock { table in
