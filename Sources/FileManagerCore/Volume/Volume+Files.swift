@@ -32,6 +32,8 @@ public final class OpenFile: @unchecked Sendable {
     /// the inotify queue's position before the open, if the open itself changed the item
     /// (a creation, a truncation: under passthrough the kernel's own file may close before
     /// RELEASE, DESIGN.md 29), else `.max` (the close marks it, `OwnChanges.closingItem`).
+    /// A handle with write access records the state it opened in; a read-only one only a
+    /// change its open made.
     init(fd: CInt, item: Item, direct: Bool, writable: Bool, accessMode: CInt, ownChanges: OwnChanges,
          state: stat? = nil, mark: UInt64 = .max) {
         self.fd = fd
@@ -40,7 +42,7 @@ public final class OpenFile: @unchecked Sendable {
         self.writable = writable
         self.ownChanges = accessMode != O_RDONLY ? ownChanges : nil
         self.ownChanges?.changing(item.inode, true)
-        if let ownChanges = self.ownChanges {  // the state its close will be compared with
+        if self.ownChanges != nil || mark != .max {  // the state its close will be compared with
             if let state { ownChanges.recordItem(item.inode, state, after: mark) }
             else { ownChanges.recordItem(item.inode, descriptor: fd, after: mark) }
         }
@@ -122,10 +124,9 @@ extension Volume {
                 try Syscall.reopen(item.fd, backingFlags(flags & ~Volume.strippedOpenFlags, uncached: uncached) | O_NONBLOCK)
             }
         }
-        // A truncation is the daemon's own change, recorded at once, marked as of before it
-        // (a handle with write access records itself): under FUSE passthrough the kernel's
-        // own file, closing before RELEASE, echoes before the handle's close (DESIGN.md 29).
-        if flags & O_TRUNC != 0 && flags & O_ACCMODE == O_RDONLY { ownChanges.recordItem(item.inode, descriptor: fd, after: mark) }
+        // A truncation is the daemon's own change, recorded by the handle at once, marked
+        // as of before it: under FUSE passthrough the kernel's own file, closing before
+        // RELEASE, echoes before the handle's close (DESIGN.md 29).
         return OpenFile(fd: fd, item: item, direct: flags & O_DIRECT != 0, writable: writable,
                         accessMode: flags & O_ACCMODE, ownChanges: ownChanges, mark: mark)
     }
@@ -188,8 +189,7 @@ extension Volume {
         }
         do {
             let (item, st) = try lookup(parent, name)
-            // The state it was made in, marked as of before the creation: see `open`.
-            if flags & O_ACCMODE == O_RDONLY { ownChanges.recordItem(item.inode, st, after: mark) }
+            // Recorded in the state it was made in, marked as of before the creation: see `open`.
             let file = OpenFile(fd: fd, item: item, direct: flags & O_DIRECT != 0, writable: true,
                                 accessMode: flags & O_ACCMODE, ownChanges: ownChanges, state: st, mark: mark)
             return (item, st, file)
