@@ -15,14 +15,37 @@ struct OwnChangesTests {
         return (fd, String(cString: template))
     }
 
-    /// Gives `own` a real, empty inotify queue whose position is `bytes` (as if that many
-    /// bytes of events had been read from it); the descriptor, to close.
-    func queue(of own: OwnChanges, at bytes: UInt64) throws -> CInt {
-        let fd = inotify_init1(CInt(IN_NONBLOCK | IN_CLOEXEC))
-        try #require(fd >= 0)
-        own.cursor.descriptor.store(fd, ordering: .relaxed)
-        own.cursor.readBytes.store(bytes, ordering: .relaxed)
-        return fd
+    /// A watching `OwnChanges` and a temporary file (its descriptor and path); with
+    /// `queueAt`, a real, empty inotify queue whose position is that many bytes (as if they
+    /// had been read from it). Undone by `cleanUp`.
+    func watching(queueAt bytes: UInt64? = nil) throws -> (OwnChanges, CInt, String) {
+        let own = OwnChanges()
+        own.enabled.store(true, ordering: .relaxed)
+        if let bytes {
+            let q = inotify_init1(CInt(IN_NONBLOCK | IN_CLOEXEC))
+            try #require(q >= 0)
+            own.cursor.descriptor.store(q, ordering: .relaxed)
+            own.cursor.readBytes.store(bytes, ordering: .relaxed)
+        }
+        let (fd, path) = try temporaryFile()
+        return (own, fd, path)
+    }
+
+    func cleanUp(_ own: OwnChanges, _ fd: CInt, _ path: String) {
+        close(fd)
+        unlink(path)
+        let q = own.cursor.descriptor.load(ordering: .relaxed)
+        if q >= 0 { close(q) }
+    }
+
+    /// The daemon's `chmod` of the file (`changingItem`), whose IN_ATTRIB takes 32 bytes of
+    /// the queue; the state after it.
+    func daemonChmod(_ own: OwnChanges, _ inode: UInt64, _ fd: CInt) throws -> stat {
+        try own.changingItem(inode, descriptor: fd) { () throws(Errno) -> stat in
+            _ = fchmod(fd, 0o640)
+            own.cursor.readBytes.add(32, ordering: .relaxed)
+            return try Syscall.fstat(fd)
+        }
     }
 
     func state(_ fd: CInt) throws -> stat {
@@ -35,9 +58,7 @@ struct OwnChangesTests {
     /// the mark `after` (0: a change any echo may match; `.max`: a write, matched once its
     /// handle's close marks it).
     func recordedChange(after: UInt64 = 0) throws -> (OwnChanges, CInt, String, stat) {
-        let own = OwnChanges()
-        own.enabled.store(true, ordering: .relaxed)
-        let (fd, path) = try temporaryFile()
+        let (own, fd, path) = try watching()
         _ = write(fd, "a", 1)
         let st = try state(fd)
         own.recordItem(UInt64(st.st_ino), st, after: after)
@@ -46,7 +67,7 @@ struct OwnChangesTests {
 
     @Test func theRecordedStateIsOwnAsOftenAsItEchoes() throws {
         let (own, fd, path, _) = try recordedChange()
-        defer { close(fd); unlink(path) }
+        defer { cleanUp(own, fd, path) }
         // Merged or not, every echo of that state is the daemon's own.
         #expect(own.isOwnItemState(try state(fd), queuedAt: 0))
         #expect(own.isOwnItemState(try state(fd), queuedAt: 0))
@@ -54,7 +75,7 @@ struct OwnChangesTests {
 
     @Test func aLaterChangeByAnyoneIsNotOwn() throws {
         let (own, fd, path, st) = try recordedChange()
-        defer { close(fd); unlink(path) }
+        defer { cleanUp(own, fd, path) }
         _ = pwrite(fd, "b", 1, 0)  // same size, new bytes, right after the record
         #expect(!own.isOwnItemState(try state(fd), queuedAt: 0))
         // The record is gone: even the old state no longer counts as own.
@@ -66,7 +87,7 @@ struct OwnChangesTests {
     /// the daemon's own by the close (it was recorded there before, and served stale).
     @Test func aCloseAfterAnEditInTheStoreKeepsTheEditOutside() throws {
         let (own, fd, path, _) = try recordedChange(after: .max)  // the daemon's last write
-        defer { close(fd); unlink(path) }
+        defer { cleanUp(own, fd, path) }
         let other = open(path, O_WRONLY)                   // the store, edited meanwhile
         try #require(other >= 0)
         _ = write(other, "bb", 2)
@@ -81,11 +102,8 @@ struct OwnChangesTests {
     /// file (its state includes that edit), nor that of one whose writer closes while the
     /// daemon's handle is open.
     @Test func anOpensRecordMatchesOnlyItsClosesEcho() throws {
-        let own = OwnChanges()
-        own.enabled.store(true, ordering: .relaxed)
-        let q = try queue(of: own, at: 160)                // 160 bytes of events queued so far
-        let (fd, path) = try temporaryFile()
-        defer { close(fd); unlink(path); close(q) }
+        let (own, fd, path) = try watching(queueAt: 160)                // 160 bytes of events queued so far
+        defer { cleanUp(own, fd, path) }
         let st = try state(fd)                             // edited outside, event at 128 unread
         own.recordItem(UInt64(st.st_ino), st, after: .max) // then opened by the daemon
         #expect(!own.isOwnItemState(st, queuedAt: 128, closing: true))   // the outside edit's echo
@@ -98,16 +116,9 @@ struct OwnChangesTests {
     /// A setattr's own IN_ATTRIB is queued by its system call, before the state is recorded:
     /// the mark is the queue's position before the change.
     @Test func aSetattrsEchoMatchesButNotAnEarlierOutsideEdit() throws {
-        let own = OwnChanges()
-        own.enabled.store(true, ordering: .relaxed)
-        let q = try queue(of: own, at: 96)                 // an outside edit's echo at 64, unread
-        let (fd, path) = try temporaryFile()
-        defer { close(fd); unlink(path); close(q) }
-        let st = try own.changingItem(7, descriptor: fd) { () throws(Errno) -> stat in
-            _ = fchmod(fd, 0o640)
-            own.cursor.readBytes.add(32, ordering: .relaxed)  // its IN_ATTRIB, at 96
-            return try Syscall.fstat(fd)
-        }
+        let (own, fd, path) = try watching(queueAt: 96)                 // an outside edit's echo at 64, unread
+        defer { cleanUp(own, fd, path) }
+        let st = try daemonChmod(own, 7, fd)              // its IN_ATTRIB, at 96
         var same = st
         same.st_ino = 7
         #expect(!own.isOwnItemState(same, queuedAt: 64))
@@ -117,17 +128,10 @@ struct OwnChangesTests {
     /// inotify merges an IN_ATTRIB identical to the unread one before it: `chmod` then
     /// `utimens` by the daemon, faster than the watcher reads, echo once, at the first.
     @Test func twoSetattrsInARowMatchTheirMergedEcho() throws {
-        let own = OwnChanges()
-        own.enabled.store(true, ordering: .relaxed)
-        let q = try queue(of: own, at: 64)
-        let (fd, path) = try temporaryFile()
-        defer { close(fd); unlink(path); close(q) }
+        let (own, fd, path) = try watching(queueAt: 64)
+        defer { cleanUp(own, fd, path) }
         let inode = UInt64(try state(fd).st_ino)
-        _ = try own.changingItem(inode, descriptor: fd) { () throws(Errno) -> stat in
-            _ = fchmod(fd, 0o640)
-            own.cursor.readBytes.add(32, ordering: .relaxed)  // IN_ATTRIB at 64
-            return try Syscall.fstat(fd)
-        }
+        _ = try daemonChmod(own, inode, fd)                // IN_ATTRIB at 64
         let st = try own.changingItem(inode, descriptor: fd) { () throws(Errno) -> stat in
             var times = [timespec(tv_sec: 1_400_000_000, tv_nsec: 0), timespec(tv_sec: 1_400_000_000, tv_nsec: 0)]
             _ = futimens(fd, &times)                       // merged into the IN_ATTRIB at 64
@@ -139,18 +143,11 @@ struct OwnChangesTests {
     /// A setattr made while a handle that wrote is open marks IN_ATTRIB only: until the
     /// handle's close, an outside writer's IN_CLOSE_WRITE still does not match.
     @Test func aSetattrDoesNotOpenTheCloseEchoEarly() throws {
-        let own = OwnChanges()
-        own.enabled.store(true, ordering: .relaxed)
-        let q = try queue(of: own, at: 64)
-        let (fd, path) = try temporaryFile()
-        defer { close(fd); unlink(path); close(q) }
+        let (own, fd, path) = try watching(queueAt: 64)
+        defer { cleanUp(own, fd, path) }
         let inode = UInt64(try state(fd).st_ino)
         own.recordItem(inode, try state(fd), after: .max)  // opened and written by the daemon
-        let st = try own.changingItem(inode, descriptor: fd) { () throws(Errno) -> stat in
-            _ = fchmod(fd, 0o640)
-            own.cursor.readBytes.add(32, ordering: .relaxed)  // its IN_ATTRIB, at 64
-            return try Syscall.fstat(fd)
-        }
+        let st = try daemonChmod(own, inode, fd)          // its IN_ATTRIB, at 64
         #expect(own.isOwnItemState(st, queuedAt: 64))
         #expect(!own.isOwnItemState(st, queuedAt: 96, closing: true))  // someone else's close
         own.closingItem(inode, descriptor: fd)                         // the daemon's, marked at 96
@@ -160,11 +157,8 @@ struct OwnChangesTests {
     /// A descriptor the daemon opened only to check access (`open(O_CREAT)` of an existing
     /// file under writeback) closes as its own: marked just before its close.
     @Test func anUnwrittenDescriptorsCloseIsOwn() throws {
-        let own = OwnChanges()
-        own.enabled.store(true, ordering: .relaxed)
-        let q = try queue(of: own, at: 48)
-        let (fd, path) = try temporaryFile()
-        defer { close(fd); unlink(path); close(q) }
+        let (own, fd, path) = try watching(queueAt: 48)
+        defer { cleanUp(own, fd, path) }
         let st = try state(fd)
         own.closingUnwritten(UInt64(st.st_ino), descriptor: fd, after: .max)
         #expect(own.isOwnItemState(st, queuedAt: 48, closing: true))
@@ -174,7 +168,7 @@ struct OwnChangesTests {
 
     @Test func aCloseRightAfterTheDaemonsWriteIsOwn() throws {
         let (own, fd, path, st) = try recordedChange(after: .max)
-        defer { close(fd); unlink(path) }
+        defer { cleanUp(own, fd, path) }
         #expect(!own.isOwnItemState(st, queuedAt: 0, closing: true))      // nothing echoes a write before its close
         own.closingItem(UInt64(st.st_ino), descriptor: fd)
         #expect(own.isOwnItemState(try state(fd), queuedAt: 0, closing: true))
@@ -183,10 +177,8 @@ struct OwnChangesTests {
     /// The close renews the record: a handle that last wrote long ago still closes as the
     /// daemon's own, for another lifetime from its close.
     @Test func aCloseRenewsAnExpiredRecordThatStillMatches() throws {
-        let own = OwnChanges()
-        own.enabled.store(true, ordering: .relaxed)
-        let (fd, path) = try temporaryFile()
-        defer { close(fd); unlink(path) }
+        let (own, fd, path) = try watching()
+        defer { cleanUp(own, fd, path) }
         let st = try state(fd)
         own.recordItem(UInt64(st.st_ino), st, after: .max, lifetime: 0)  // expired at once
         own.closingItem(UInt64(st.st_ino), descriptor: fd)
@@ -194,20 +186,16 @@ struct OwnChangesTests {
     }
 
     @Test func aCloseWithoutARecordIsNotOwn() throws {
-        let own = OwnChanges()
-        own.enabled.store(true, ordering: .relaxed)
-        let (fd, path) = try temporaryFile()
-        defer { close(fd); unlink(path) }
+        let (own, fd, path) = try watching()
+        defer { cleanUp(own, fd, path) }
         let st = try state(fd)
         own.closingItem(UInt64(st.st_ino), descriptor: fd)
         #expect(!own.isOwnItemState(st, queuedAt: 0, closing: true))
     }
 
     @Test func nothingIsOwnWithoutARecord() throws {
-        let own = OwnChanges()
-        own.enabled.store(true, ordering: .relaxed)
-        let (fd, path) = try temporaryFile()
-        defer { close(fd); unlink(path) }
+        let (own, fd, path) = try watching()
+        defer { cleanUp(own, fd, path) }
         #expect(!own.isOwnItemState(try state(fd), queuedAt: 0))
     }
 

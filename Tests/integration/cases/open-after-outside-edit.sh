@@ -100,13 +100,10 @@ PY
 }
 
 for mode in default writeback; do
-    opts=()
-    [[ $mode == writeback ]] && opts=(-o writeback)
-    store=$TEST_TMP/store-$mode
-    fs_mount_at "$store" "$TEST_MNT" "${opts[@]}"
+    fs_mount_mode "$mode"
     C=$(_mkcontainer com.example.open-after)
     D=$C/Documents
-    SD=$store/containers/com.example.open-after/Documents
+    SD=$MODE_STORE/containers/com.example.open-after/Documents
     echo "through the mount" >"$D/f"
     cat "$D/f" >/dev/null                        # cached: pages, attributes and the name
     _assert_output "0 []" rounds edit "$D" "$SD"

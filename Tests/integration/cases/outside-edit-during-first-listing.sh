@@ -60,11 +60,8 @@ PY
 }
 
 for mode in default writeback; do
-    opts=()
-    [[ $mode == writeback ]] && opts=(-o writeback)
-    store=$TEST_TMP/store-$mode
-    fs_mount_at "$store" "$TEST_MNT" "${opts[@]}"
+    fs_mount_mode "$mode"
     C=$(_mkcontainer com.example.first-listing)
-    _assert_output "0 []" rounds "$C/Documents" "$store/containers/com.example.first-listing/Documents"
+    _assert_output "0 []" rounds "$C/Documents" "$MODE_STORE/containers/com.example.first-listing/Documents"
     fs_umount
 done

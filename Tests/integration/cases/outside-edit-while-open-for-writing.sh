@@ -39,12 +39,9 @@ PY
 }
 
 for mode in default writeback; do
-    opts=()
-    [[ $mode == writeback ]] && opts=(-o writeback)
-    store=$TEST_TMP/store-$mode
-    fs_mount_at "$store" "$TEST_MNT" "${opts[@]}"
+    fs_mount_mode "$mode"
     C=$(_mkcontainer com.example.open-for-writing)
     echo "through the mount" >"$C/Documents/f"
-    _assert_output "0 []" rounds "$C/Documents" "$store/containers/com.example.open-for-writing/Documents"
+    _assert_output "0 []" rounds "$C/Documents" "$MODE_STORE/containers/com.example.open-for-writing/Documents"
     fs_umount
 done

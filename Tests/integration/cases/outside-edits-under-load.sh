@@ -56,12 +56,9 @@ PY
 }
 
 for mode in default writeback; do
-    opts=()
-    [[ $mode == writeback ]] && opts=(-o writeback)
-    store=$TEST_TMP/store-$mode
-    fs_mount_at "$store" "$TEST_MNT" "${opts[@]}"
+    fs_mount_mode "$mode"
     C=$(_mkcontainer com.example.load)
-    _assert_output "ok" load "$C/Documents" "$store/containers/com.example.load/Documents" 4
+    _assert_output "ok" load "$C/Documents" "$MODE_STORE/containers/com.example.load/Documents" 4
     _assert_ok timeout 10 ls "$C/Documents"       # still answering
     fs_umount                                     # and exits 0
 done

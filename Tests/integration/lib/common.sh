@@ -233,6 +233,14 @@ fs_mount_at() {
     _fail "$mnt: not mounted after 10 s: $(cat "$log")"
 }
 
+# fs_mount_mode MODE: mounts a store of the mode's own, $TEST_TMP/store-MODE (set as
+# $MODE_STORE), at $TEST_MNT; MODE is `default` or a mount option (`writeback`), for cases
+# that run once per mode.
+fs_mount_mode() {
+    MODE_STORE=$TEST_TMP/store-$1
+    if [[ $1 == default ]]; then fs_mount_at "$MODE_STORE" "$TEST_MNT"; else fs_mount_at "$MODE_STORE" "$TEST_MNT" -o "$1"; fi
+}
+
 # fs_umount [MNT]: `fusermount3 -u`, then waits for the daemon fs_mount started to exit
 # with status 0 and for the mount to be gone.
 fs_umount() {
