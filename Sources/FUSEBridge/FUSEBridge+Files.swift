@@ -248,20 +248,31 @@ extension FUSEBridge {
 
     /// OPENDIR: a short read without changes on the directory (a listing gives presenters
     /// nothing to save); it waits only for writes of the directory itself or a subtree write.
+    /// Like an OPEN it first catches up with the store watcher (DESIGN.md 27): the kernel
+    /// caches what it lists (`cache_readdir`) and may list again from that cache
+    /// (`keep_cache`) while the daemon can vouch for it (`ListingCache`, DESIGN.md 34).
     func opendir(_ reply: consuming Reply, _ ino: fuse_ino_t, _ fi: UnsafeMutablePointer<fuse_file_info>) {
         guard let item = node(ino) else { return reply.fail(Errno.noSuchFileOrDirectory) }
         let info = fi.pointee
-        coordinate(reply, RequestNames(), free: readsFreely(item), {
-            Coordination(claims: [Claim(target: coordination!.target(of: item), reading: .withoutChanges)], asksPresenters: false)
-        }) { [self, info] reply, _ in
-            var info = info
-            do {
-                info.fh = FUSEBridge.retain(try volume.openDirectory(item))
-                // No cache_readdir: with it the kernel stops sending READDIRPLUS and looks every
-                // entry up one by one, which made a cold `ls -l` twice as slow (PERFORMANCE.md).
-                if !reply.open(&info) { FUSEBridge.releaseHandle(info.fh, as: DirectoryHandle.self) }
-            } catch {
-                reply.fail(error)
+        // As for pages (`open`): coherent both when it caught up and at its answer.
+        let coherent = isCoherent
+        afterStoreNews(reply, item.inode) { [self] reply in
+            coordinate(reply, RequestNames(), free: readsFreely(item), {
+                Coordination(claims: [Claim(target: coordination!.target(of: item), reading: .withoutChanges)], asksPresenters: false)
+            }) { [self, info] reply, _ in
+                var info = info
+                do {
+                    let maxAge = coherent && isCoherent ? UInt64(timeouts.attributes * 1e9) : nil
+                    let handle = try volume.openDirectory(item, listingMaxAge: maxAge)
+                    if let listing = handle.listing {
+                        cfuse_fi_set_cache_readdir(&info, 1)
+                        cfuse_fi_set_keep_cache(&info, listing.keep ? 1 : 0)
+                    }
+                    info.fh = FUSEBridge.retain(handle)
+                    if !reply.open(&info) { FUSEBridge.releaseHandle(info.fh, as: DirectoryHandle.self) }
+                } catch {
+                    reply.fail(error)
+                }
             }
         }
     }

@@ -37,6 +37,8 @@ public final class Item: @unchecked Sendable {
         /// Bumped by every forgetting of cached attributes, so a lookup racing a change
         /// cannot re-learn a stale answer.
         var attributeGeneration: UInt64 = 0
+        /// Directories: what the kernel may keep of the listing (DESIGN.md 34).
+        var listing = ListingCache()
     }
     let state: Mutex<State>
     /// `ItemTable.outsideEntryEpoch` when the kernel last resolved a name to this item, or
@@ -55,6 +57,9 @@ public final class Item: @unchecked Sendable {
     /// Open file handles on the item (`OpenFile`s alive): such an item's dentry is in use,
     /// and shedding descriptors leaves it alone (DESIGN.md 28).
     let openHandles = Atomic<Int>(0)
+    /// Directories: how often the kernel forgot an item last seen in this one. A listing the
+    /// kernel cached names entries it no longer holds once this moved (`ListingCache`).
+    let childrenForgotten = Atomic<UInt64>(0)
 
     init(inode: UInt64, fd: CInt, type: mode_t, zone: Zone, parent: Item?, name: FilePath.Component?, epoch: UInt64) {
         self.inode = inode

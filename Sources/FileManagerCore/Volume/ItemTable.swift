@@ -78,14 +78,17 @@ public final class ItemTable: Sendable {
     /// Drops `count` references; at zero the item leaves the table and its descriptor is
     /// closed once the last in-flight request using it finishes.
     public func forget(_ inode: UInt64, count: UInt64) {
-        shards[shard(inode)].withLock { table in
-            guard let item = table[inode] else { return }
-            let left = item.state.withLock { st -> UInt64 in
+        let parent = shards[shard(inode)].withLock { table -> Item? in
+            guard let item = table[inode] else { return nil }
+            let (left, parent) = item.state.withLock { st -> (UInt64, Item?) in
                 st.references = st.references >= count ? st.references - count : 0
-                return st.references
+                return (st.references, st.parent)
             }
-            if left == 0 { table[inode] = nil }
+            guard left == 0 else { return nil }
+            table[inode] = nil
+            return parent
         }
+        parent?.childrenForgotten.add(1, ordering: .relaxed)
     }
 
     /// Every inode held, for a rescan.

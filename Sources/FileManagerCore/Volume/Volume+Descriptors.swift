@@ -129,6 +129,7 @@ extension Volume {
             if removed != nil { return }
         }
         guard let component = FilePath.Component(platformString: name) else { return }
+        listingChanged(parent.inode)
         notify { $0.entryChanged(parent: parent.inode, name: component) }
     }
 }

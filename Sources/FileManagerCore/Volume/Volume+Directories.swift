@@ -13,11 +13,21 @@ public final class DirectoryHandle: @unchecked Sendable {
     let stream: DirectoryStream?
     /// The virtual root's entries: (name with NUL, inode, DT_ type).
     let synthetic: [([CChar], UInt64, UInt8)]
+    /// Opened for the kernel to cache what it lists (`FOPEN_CACHE_DIR`): whether it may keep
+    /// and list from what it cached before (`FOPEN_KEEP_CACHE`), and the item's
+    /// `ListingCache` generation at the open. Nil: the kernel caches nothing of this handle.
+    public let listing: (keep: Bool, generation: UInt64)?
 
-    init(item: Item, stream: DirectoryStream?, synthetic: [([CChar], UInt64, UInt8)] = []) {
+    init(item: Item, stream: DirectoryStream?, synthetic: [([CChar], UInt64, UInt8)] = [], listing: (keep: Bool, generation: UInt64)? = nil) {
         self.item = item
         self.stream = stream
         self.synthetic = synthetic
+        self.listing = listing
+    }
+
+    // The handle feeds the kernel's cache until the kernel releases it (RELEASEDIR).
+    deinit {
+        if let listing { item.state.withLock { $0.listing.released(generation: listing.generation) } }
     }
 
     public func sync(dataOnly: Bool) throws(Errno) {
@@ -26,11 +36,37 @@ public final class DirectoryHandle: @unchecked Sendable {
 }
 
 extension Volume {
-    public func openDirectory(_ item: Item) throws(Errno) -> DirectoryHandle {
+    /// Opens `item` for listing. `listingMaxAge` (nanoseconds): the kernel caches what it
+    /// lists, and may keep a listing it cached up to that long ago if nothing it named
+    /// changed or was forgotten since (`ListingCache`, DESIGN.md 34); nil: it caches
+    /// nothing (the store watcher cannot vouch for the store).
+    public func openDirectory(_ item: Item, listingMaxAge: UInt64? = nil) throws(Errno) -> DirectoryHandle {
         guard item.isDirectory else { throw .notDirectory }
-        if item.isVirtual { return DirectoryHandle(item: item, stream: nil, synthetic: rootEntries()) }
-        let stream = try sheddingOnShortage { () throws(Errno) in try DirectoryStream.open(item.fd, touchingAccessTime: true) }
-        return DirectoryHandle(item: item, stream: stream)
+        var stream: DirectoryStream?
+        var synthetic: [([CChar], UInt64, UInt8)] = []
+        if item.isVirtual {
+            synthetic = rootEntries()
+        } else {
+            stream = try sheddingOnShortage { () throws(Errno) in try DirectoryStream.open(item.fd, touchingAccessTime: true) }
+        }
+        guard let maxAge = listingMaxAge else { return DirectoryHandle(item: item, stream: stream, synthetic: synthetic) }
+        let context = ListingCache.Context(now: OwnChanges.now(), childrenForgotten: item.childrenForgotten.load(ordering: .relaxed),
+                                           resets: listingResets.load(ordering: .acquiring), maxAge: maxAge)
+        let listing = item.state.withLock { $0.listing.opened(context) }
+        return DirectoryHandle(item: item, stream: stream, synthetic: synthetic, listing: listing)
+    }
+
+    /// The entries of the directory `inode` changed without the kernel seeing it (the store
+    /// watcher found it, or the daemon made it for a CLI command): a listing the kernel
+    /// cached is dropped at the next OPENDIR. Called before the kernel is told of the change,
+    /// so that an OPENDIR which caught up with it sees it here too.
+    public func listingChanged(_ inode: UInt64) {
+        items.item(inode)?.state.withLock { $0.listing.changed() }
+    }
+
+    /// Every listing may have changed unseen (a rescan of the store).
+    func everyListingChanged() {
+        listingResets.add(1, ordering: .releasing)
     }
 
     /// The root lists `containers`, `snapshots` and every existing `.Trash-UID`.

@@ -28,6 +28,8 @@ public final class Volume: Sendable {
     public let ownChanges = OwnChanges()
     /// Items the watcher lately found changed outside the mount (a look-up racing one).
     let outsideItemChanges = OutsideItemChanges()
+    /// Bumped when every directory listing the kernel cached may be wrong (`ListingCache`).
+    let listingResets = Atomic<UInt64>(0)
     /// When descriptors last ran short and the kernel was asked to let go (Volume+Descriptors).
     let lastShedding = Atomic<UInt64>(0)
     /// Where in the table the next shedding starts (each round goes on from the last).
@@ -56,6 +58,7 @@ public final class Volume: Sendable {
     /// Announces that the entry `name` of the directory `parent` changed outside the kernel's
     /// view (the daemon ran a CLI command on the store).
     public func announceEntryChange(parent: UInt64, name: FilePath.Component) {
+        listingChanged(parent)
         notify { $0.entryChanged(parent: parent, name: name) }
     }
 
@@ -208,13 +211,16 @@ public final class Volume: Sendable {
     func relocate(_ item: Item, to parent: Item, name: UnsafePointer<CChar>) {
         let newZone = zone(of: parent).child(named: name, isDirectory: item.isDirectory, key: item.inode)
         let component = FilePath.Component(platformString: name)
-        let oldZone = item.state.withLock { st -> Zone in
-            let old = st.zone
+        let (oldZone, oldParent) = item.state.withLock { st -> (Zone, Item?) in
+            let old = (st.zone, st.parent)
             st.parent = parent
             st.name = component
             st.zone = newZone
             return old
         }
+        // A directory moved elsewhere lists another `..`: the kernel bumps the version of
+        // both parents, not of the directory itself.
+        if item.isDirectory && oldParent !== parent { listingChanged(item.inode) }
         if item.isDirectory && oldZone != newZone {
             let epoch = items.zoneEpoch.add(1, ordering: .acquiringAndReleasing).newValue
             item.state.withLock { $0.zoneEpoch = epoch }

@@ -452,6 +452,7 @@ public final class StoreWatcher: @unchecked Sendable {
                 if mask & UInt32(IN_DELETE | IN_MOVED_FROM | IN_MOVED_TO) != 0 {
                     volume.items.outsideEntryEpoch.add(1, ordering: .releasing)
                 }
+                volume.listingChanged(directoryNode)
                 tellEntryChanged(parent: directoryNode, name: name, inline: inline)
                 tellItemChanged(directoryNode, inline: inline)
                 if let listener, listener.wantsStoreChanges, let path = relativePath(dir, name) {
@@ -547,6 +548,8 @@ public final class StoreWatcher: @unchecked Sendable {
         let parentWD = watches.first { $0.value.inode == parent.inode }?.key ?? -1
         watchTree(fd, parent: parentWD, name: name)
         let inode = UInt64(st.st_ino)
+        // Held already: moved here from elsewhere (another `..`), or listed before its watch.
+        volume.listingChanged(inode)
         guard volume.item(inode) != nil, let stream = try? DirectoryStream.open(fd) else { return }
         while let entry = try? stream.next() {
             guard !entry.isDotOrDotDot, let child = FilePath.Component(platformString: entry.name) else { continue }
@@ -569,6 +572,7 @@ public final class StoreWatcher: @unchecked Sendable {
         let watchesAll = giveUps == giveUpsBefore
         guard afterOverflow || watchesAll else { return }
         volume.outsideItemChanges.noteEverything()  // a look-up under way reads its state again
+        volume.everyListingChanged()
         let inodes = volume.items.allInodes()
         var files: [Item] = []  // under writeback: what may have changed unseen (DESIGN.md 22)
         for inode in inodes {
