@@ -262,19 +262,32 @@ extension FUSEBridge {
             }) { [self, info] reply, _ in
                 var info = info
                 do {
-                    let maxAge = coherent && isCoherent ? UInt64(timeouts.attributes * 1e9) : nil
+                    let maxAge = coherent && isCoherent ? FUSEBridge.nanoseconds(timeouts.attributes) : nil
                     let handle = try volume.openDirectory(item, listingMaxAge: maxAge)
-                    if let listing = handle.listing {
+                    if handle.cachesListing {
                         cfuse_fi_set_cache_readdir(&info, 1)
-                        cfuse_fi_set_keep_cache(&info, listing.keep ? 1 : 0)
+                        cfuse_fi_set_keep_cache(&info, 1)
                     }
                     info.fh = FUSEBridge.retain(handle)
-                    if !reply.open(&info) { FUSEBridge.releaseHandle(info.fh, as: DirectoryHandle.self) }
+                    guard handle.startsListingAfresh else {
+                        if !reply.open(&info) { FUSEBridge.releaseHandle(info.fh, as: DirectoryHandle.self) }
+                        return
+                    }
+                    let parked = ParkedRequest(reply)
+                    volume.droppingCachedListing(of: handle) { [info] in
+                        var info = info
+                        if !parked.take().open(&info) { FUSEBridge.releaseHandle(info.fh, as: DirectoryHandle.self) }
+                    }
                 } catch {
                     reply.fail(error)
                 }
             }
         }
+    }
+
+    /// Seconds as nanoseconds, saturating (`attr_timeout=inf` is a valid option).
+    static func nanoseconds(_ seconds: Double) -> UInt64 {
+        seconds.isNaN || seconds <= 0 ? 0 : seconds >= 1.8e10 ? .max : UInt64(seconds * 1e9)
     }
 
     func releasedir(_ reply: consuming Reply, _ fi: UnsafeMutablePointer<fuse_file_info>?) {

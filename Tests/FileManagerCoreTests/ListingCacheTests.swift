@@ -13,102 +13,125 @@ struct ListingCacheTests {
         ListingCache.Context(now: seconds * s, childrenForgotten: forgotten, resets: resets, maxAge: 60 * s)
     }
 
-    /// Opens and releases one handle; returns whether the kernel could keep its cache.
-    func list(_ cache: inout ListingCache, _ context: ListingCache.Context) -> Bool {
-        let (keep, generation) = cache.opened(context)
-        cache.released(generation: generation)
-        return keep
+    /// Opens one handle (a fresh start's pages are dropped at once) and releases it.
+    func list(_ cache: inout ListingCache, _ context: ListingCache.Context) -> ListingCache.Answer {
+        let answer = cache.opened(context)
+        if case .fresh = answer { cache.dropped() }
+        if let g = answer.generation { cache.released(generation: g) }
+        return answer
     }
 
     @Test func aNewDirectoryStartsTheCacheThenKeepsIt() {
         var cache = ListingCache()
-        #expect(!list(&cache, at(1)))   // the first listing fills the cache
-        #expect(list(&cache, at(2)))
-        #expect(list(&cache, at(3)))
-        #expect(cache.feeders == 0 && cache.staleFeeders == 0)
+        #expect(list(&cache, at(1)) == .fresh(generation: 0))   // the first listing fills it
+        #expect(list(&cache, at(2)) == .keep(generation: 0))
+        #expect(list(&cache, at(3)) == .keep(generation: 0))
+        #expect(cache.feeders == 0 && cache.staleFeeders == 0 && cache.pendingDrops == 0)
     }
 
-    @Test func aChangeOutsideDropsTheCacheOnce() {
+    @Test func aChangeOutsideStartsTheCacheAfreshOnce() {
         var cache = ListingCache()
         _ = list(&cache, at(1))
         cache.changed()
         #expect(cache.stale)
-        #expect(!list(&cache, at(2)))   // dropped at this open, filled by it
-        #expect(list(&cache, at(3)))
+        #expect(list(&cache, at(2)) == .fresh(generation: 1))
+        #expect(list(&cache, at(3)) == .keep(generation: 1))
     }
 
-    @Test func aHandleOpenAcrossAChangeKeepsTheCacheDroppedUntilItIsReleased() {
+    @Test func whileAHandleOpenAcrossAChangeLivesNobodyUsesTheCache() {
         var cache = ListingCache()
         _ = list(&cache, at(1))
         // A listing under way reads the directory before the change, and may add what it
         // read to the kernel's cache after the change's invalidation.
-        let (kept, old) = cache.opened(at(2))
-        #expect(kept)
+        let old = cache.opened(at(2))
+        #expect(old == .keep(generation: 0))
         cache.changed()
         #expect(cache.staleFeeders == 1)
-        // Every open meanwhile drops the cache: the old handle may have refilled it.
-        #expect(!list(&cache, at(3)))
-        #expect(!list(&cache, at(4)))
-        #expect(cache.stale)
-        cache.released(generation: old)
+        #expect(list(&cache, at(3)) == .uncached)
+        #expect(list(&cache, at(4)) == .uncached)
+        #expect(cache.feeders == 1)               // uncached handles feed nothing
+        cache.released(generation: 0)
         #expect(cache.staleFeeders == 0)
-        #expect(!list(&cache, at(5)))   // this one drops what the old handle left
-        #expect(list(&cache, at(6)))
+        #expect(list(&cache, at(5)) == .fresh(generation: 1))   // drops what it left
+        #expect(list(&cache, at(6)) == .keep(generation: 1))
     }
 
     @Test func onlyHandlesOpenedBeforeTheLastChangeAreStale() {
         var cache = ListingCache()
         _ = list(&cache, at(1))
-        let (_, first) = cache.opened(at(2))
+        _ = cache.opened(at(2))                   // generation 0
         cache.changed()
-        let (_, second) = cache.opened(at(3))   // opened after the change: reads the new state
-        #expect(cache.feeders == 2 && cache.staleFeeders == 1)
-        cache.changed()                         // now both are older than a change
-        #expect(cache.staleFeeders == 2)
-        cache.released(generation: second)
-        cache.released(generation: first)
+        cache.released(generation: 0)
+        let second = cache.opened(at(3))          // after the change: reads the new state
+        #expect(second == .fresh(generation: 1))
+        cache.dropped()
+        #expect(cache.feeders == 1 && cache.staleFeeders == 0)
+        #expect(list(&cache, at(4)) == .keep(generation: 1))
+        cache.changed()                           // now it is older than a change
+        #expect(cache.staleFeeders == 1)
+        #expect(list(&cache, at(5)) == .uncached)
+        cache.released(generation: 1)
         #expect(cache.feeders == 0 && cache.staleFeeders == 0)
-        #expect(!list(&cache, at(4)))
-        #expect(list(&cache, at(5)))
+        #expect(list(&cache, at(6)) == .fresh(generation: 2))
     }
 
-    @Test func aHandleOpenedAfterTheLastChangeDoesNotHoldTheCacheBack() {
+    @Test func nothingIsKeptUntilTheFreshStartsPagesAreDropped() {
         var cache = ListingCache()
         _ = list(&cache, at(1))
         cache.changed()
-        let (kept, current) = cache.opened(at(2))
-        #expect(!kept)
-        #expect(list(&cache, at(3)))            // while `current` is still open
-        cache.released(generation: current)
-        #expect(cache.staleFeeders == 0)
+        // The daemon answers a fresh start once the kernel dropped its pages: an OPENDIR
+        // answered before that would list them.
+        #expect(cache.opened(at(2)) == .fresh(generation: 1))
+        #expect(cache.opened(at(3)) == .fresh(generation: 1))
+        #expect(cache.pendingDrops == 2)
+        cache.dropped()
+        #expect(list(&cache, at(4)) == .fresh(generation: 1))
+        cache.dropped()
+        #expect(list(&cache, at(5)) == .keep(generation: 1))
+        cache.released(generation: 1)
+        cache.released(generation: 1)
+        #expect(cache.feeders == 0 && cache.pendingDrops == 0)
     }
 
     @Test func forgottenEntriesDropTheCacheSoThatReaddirplusPrimesThemAgain() {
         var cache = ListingCache()
         _ = list(&cache, at(1, forgotten: 7))
-        #expect(list(&cache, at(2, forgotten: 7)))
-        #expect(!list(&cache, at(3, forgotten: 8)))
-        #expect(list(&cache, at(4, forgotten: 8)))
+        #expect(list(&cache, at(2, forgotten: 7)) == .keep(generation: 0))
+        #expect(list(&cache, at(3, forgotten: 8)) == .fresh(generation: 0))
+        #expect(list(&cache, at(4, forgotten: 8)) == .keep(generation: 0))
     }
 
     @Test func aListingOlderThanTheAttributeTimeoutIsFilledAgain() {
         var cache = ListingCache()
         _ = list(&cache, at(10))
-        #expect(list(&cache, at(69)))
-        #expect(!list(&cache, at(70)))          // 60 s after the listing that filled it
-        #expect(list(&cache, at(71)))
+        #expect(list(&cache, at(69)) == .keep(generation: 0))
+        #expect(list(&cache, at(70)) == .fresh(generation: 0))   // 60 s after it was filled
+        #expect(list(&cache, at(71)) == .keep(generation: 0))
         var never = ListingCache()
         let zero = ListingCache.Context(now: 5 * s, childrenForgotten: 0, resets: 0, maxAge: 0)
         _ = list(&never, zero)
-        #expect(!list(&never, zero))            // attr_timeout=0: nothing is kept
+        #expect(list(&never, zero) == .fresh(generation: 0))     // attr_timeout=0: never kept
     }
 
-    @Test func aRescanDropsEveryCache() {
+    @Test func aRescanIsAChangeOfEveryDirectory() {
         var cache = ListingCache()
         _ = list(&cache, at(1, resets: 3))
-        #expect(list(&cache, at(2, resets: 3)))
-        #expect(!list(&cache, at(3, resets: 4)))
-        #expect(list(&cache, at(4, resets: 4)))
+        #expect(list(&cache, at(2, resets: 3)) == .keep(generation: 1))
+        #expect(list(&cache, at(3, resets: 4)) == .fresh(generation: 2))
+        #expect(list(&cache, at(4, resets: 4)) == .keep(generation: 2))
+    }
+
+    @Test func aHandleOpenAcrossARescanIsAStaleFeeder() {
+        var cache = ListingCache()
+        _ = list(&cache, at(1))
+        let old = cache.opened(at(2))
+        #expect(old == .keep(generation: 0))
+        // The rescan is seen at the next open: the handle may hold entries read before it.
+        #expect(list(&cache, at(3, resets: 1)) == .uncached)
+        #expect(cache.staleFeeders == 1)
+        cache.released(generation: 0)
+        #expect(list(&cache, at(4, resets: 1)) == .fresh(generation: 1))
+        #expect(list(&cache, at(5, resets: 1)) == .keep(generation: 1))
     }
 }
 
@@ -118,10 +141,13 @@ struct ListingCacheTests {
 struct VolumeListingCacheTests {
     let minute: UInt64 = 60_000_000_000
 
-    /// Opens and releases a handle of `dir`; whether the kernel may keep its listing.
+    /// Opens a handle of `dir` as the bridge does (a fresh start drops the kernel's
+    /// pages first: at once, with no observer) and releases it; whether it was kept.
     func keeps(_ volume: Volume, _ dir: Item) throws -> Bool {
         let handle = try volume.openDirectory(dir, listingMaxAge: minute)
-        return try #require(handle.listing).keep
+        #expect(handle.cachesListing)
+        if handle.startsListingAfresh { volume.droppingCachedListing(of: handle) {} }
+        return !handle.startsListingAfresh
     }
 
     @Test func answersFollowForgetsChangesAndMoves() throws {
@@ -136,7 +162,7 @@ struct VolumeListingCacheTests {
         let (file, _, handle) = try withName("f") { try volume.create(a, $0, mode: 0o644, flags: O_WRONLY, caller: caller) }
         _ = handle
 
-        #expect(try volume.openDirectory(a).listing == nil)   // not coherent: nothing cached
+        #expect(try !volume.openDirectory(a).cachesListing)   // not coherent: not cached
         #expect(try !keeps(volume, a))
         #expect(try keeps(volume, a))
         // The kernel forgets an entry of `a`: its cached listing primes nothing any more.
@@ -148,12 +174,11 @@ struct VolumeListingCacheTests {
         volume.listingChanged(a.inode)
         #expect(try !keeps(volume, a))
         #expect(try keeps(volume, a))
-        // A listing under way across a change holds the cache back until it is released.
+        // A listing under way across a change: nobody uses the cache until it is released.
         var open: DirectoryHandle? = try volume.openDirectory(a, listingMaxAge: minute)
-        #expect(open?.listing?.keep == true)
+        #expect(open?.cachesListing == true && open?.startsListingAfresh == false)
         volume.listingChanged(a.inode)
-        #expect(try !keeps(volume, a))
-        #expect(try !keeps(volume, a))
+        #expect(try !volume.openDirectory(a, listingMaxAge: minute).cachesListing)
         open = nil
         #expect(try !keeps(volume, a))
         #expect(try keeps(volume, a))

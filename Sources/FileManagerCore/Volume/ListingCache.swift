@@ -14,6 +14,16 @@
 /// caller runs, after the daemon's answer). So the cache is kept only once an OPENDIR that
 /// dropped it came after every stale feeder had been released.
 ///
+/// While a stale feeder is open, new handles do not use the cache at all (no
+/// `FOPEN_CACHE_DIR`: their listings go to the daemon, as before this cache existed), and
+/// the first OPENDIR after the last of them is released starts the cache afresh.
+///
+/// Starting afresh means dropping the kernel's pages *before* the OPENDIR is answered: the
+/// daemon has them invalidated (`Volume.droppingCachedListing`) and answers once that is
+/// done, with `FOPEN_KEEP_CACHE` (the kernel's own drop at an open without it would come
+/// after the answer, and an OPENDIR answered meanwhile could list the old pages). Until the
+/// invalidation is done, every other OPENDIR starts afresh too (`pendingDrops`).
+///
 /// A kept listing is also not the best answer when the kernel no longer holds the entries
 /// it names: READDIRPLUS, which only an uncached listing sends, would have primed them in
 /// one request per buffer (an `ls -l` after the kernel forgot the children, or after their
@@ -23,6 +33,24 @@
 /// Pure state, kept under the directory item's lock; times and counters are given by the
 /// caller, so the rules are tested without a mount.
 struct ListingCache: Equatable {
+    /// What an OPENDIR is answered.
+    enum Answer: Equatable {
+        /// No `FOPEN_CACHE_DIR`: a stale feeder is open.
+        case uncached
+        /// `FOPEN_CACHE_DIR` and `FOPEN_KEEP_CACHE`: list from what the kernel has.
+        case keep(generation: UInt64)
+        /// The same once the kernel's pages were dropped; `dropped()` when they are.
+        case fresh(generation: UInt64)
+
+        /// The generation the handle gives back at `released`; nil: not a feeder.
+        var generation: UInt64? {
+            switch self {
+            case .uncached: nil
+            case .keep(let g), .fresh(let g): g
+            }
+        }
+    }
+
     /// Bumped by every change the kernel did not make itself: a handle opened at an earlier
     /// generation is a stale feeder once it is older than a change.
     private(set) var generation: UInt64 = 0
@@ -32,10 +60,13 @@ struct ListingCache: Equatable {
     private(set) var feeders = 0
     /// Of those, the ones opened before the last change.
     private(set) var staleFeeders = 0
+    /// Fresh starts whose invalidation of the kernel's pages is not done yet.
+    private(set) var pendingDrops = 0
+    /// `Context.resets` as last seen: a rescan is a change like any other.
+    private var resetsSeen: UInt64 = 0
     /// When the kernel last started a fresh cache, and what was counted then.
     private var startedAt: UInt64 = 0
     private var forgottenAtStart: UInt64 = 0
-    private var resetsAtStart: UInt64 = 0
 
     /// What counts at an OPENDIR besides this directory's own history.
     struct Context {
@@ -50,21 +81,31 @@ struct ListingCache: Equatable {
         var maxAge: UInt64
     }
 
-    /// An OPENDIR with `FOPEN_CACHE_DIR`: whether the kernel may keep (and list from) what
-    /// it cached, and the generation the handle remembers for `released`.
-    mutating func opened(_ context: Context) -> (keep: Bool, generation: UInt64) {
-        feeders += 1
-        let keep = !stale && context.resets == resetsAtStart && context.childrenForgotten == forgottenAtStart
-            && context.now &- startedAt < context.maxAge
-        if !keep && staleFeeders == 0 {
-            // The kernel drops its pages at this open; what is cached from now on comes from
-            // READDIRs that ran after every change seen so far.
-            stale = false
-            startedAt = context.now
-            forgottenAtStart = context.childrenForgotten
-            resetsAtStart = context.resets
+    /// An OPENDIR: whether it may use the kernel's cache, and how.
+    mutating func opened(_ context: Context) -> Answer {
+        if context.resets != resetsSeen {
+            // Every handle open now may hold entries read before the changes a rescan found.
+            resetsSeen = context.resets
+            changed()
         }
-        return (keep, generation)
+        if staleFeeders > 0 { return .uncached }
+        feeders += 1
+        if !stale && pendingDrops == 0 && context.childrenForgotten == forgottenAtStart
+            && context.now &- startedAt < context.maxAge {
+            return .keep(generation: generation)
+        }
+        // Every READDIR of the handles that fill the cache from now on runs after every
+        // change seen so far.
+        pendingDrops += 1
+        stale = false
+        startedAt = context.now
+        forgottenAtStart = context.childrenForgotten
+        return .fresh(generation: generation)
+    }
+
+    /// The kernel's pages were dropped for a fresh start.
+    mutating func dropped() {
+        pendingDrops -= 1
     }
 
     /// The handle opened at `generation` is gone: it adds nothing to the cache any more.

@@ -121,6 +121,9 @@ extension Volume {
     /// `made` is nil; the kernel is then told the name exists (it cached it as missing
     /// before the call).
     func unmake(_ parent: Item, _ name: UnsafePointer<CChar>, _ made: Made?) {
+        // The kernel saw the call fail, and the watcher takes both changes for the daemon's
+        // own: a listing read meanwhile may have cached the name.
+        listingChanged(parent.inode)
         if let made, let now = try? Syscall.fstatat(parent.fd, name), made.matches(now) {
             let flags = now.st_mode & S_IFMT == S_IFDIR ? AT_REMOVEDIR : 0
             let removed: Void? = try? ownChanges.expectingEntry(parent.inode, name, removing: true) { () throws(Errno) in
@@ -129,7 +132,6 @@ extension Volume {
             if removed != nil { return }
         }
         guard let component = FilePath.Component(platformString: name) else { return }
-        listingChanged(parent.inode)
         notify { $0.entryChanged(parent: parent.inode, name: component) }
     }
 }

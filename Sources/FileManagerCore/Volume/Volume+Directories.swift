@@ -13,21 +13,27 @@ public final class DirectoryHandle: @unchecked Sendable {
     let stream: DirectoryStream?
     /// The virtual root's entries: (name with NUL, inode, DT_ type).
     let synthetic: [([CChar], UInt64, UInt8)]
-    /// Opened for the kernel to cache what it lists (`FOPEN_CACHE_DIR`): whether it may keep
-    /// and list from what it cached before (`FOPEN_KEEP_CACHE`), and the item's
-    /// `ListingCache` generation at the open. Nil: the kernel caches nothing of this handle.
-    public let listing: (keep: Bool, generation: UInt64)?
+    /// What the OPENDIR was answered as to the kernel's cached listing (`ListingCache`);
+    /// nil: not asked (the store watcher could not vouch for the store).
+    let listing: ListingCache.Answer?
 
-    init(item: Item, stream: DirectoryStream?, synthetic: [([CChar], UInt64, UInt8)] = [], listing: (keep: Bool, generation: UInt64)? = nil) {
+    init(item: Item, stream: DirectoryStream?, synthetic: [([CChar], UInt64, UInt8)] = [], listing: ListingCache.Answer? = nil) {
         self.item = item
         self.stream = stream
         self.synthetic = synthetic
         self.listing = listing
     }
 
+    /// The kernel may cache what this handle lists, and list from its cache
+    /// (`FOPEN_CACHE_DIR` and `FOPEN_KEEP_CACHE`).
+    public var cachesListing: Bool { listing?.generation != nil }
+    /// The kernel's cached listing must be dropped before the OPENDIR is answered
+    /// (`Volume.droppingCachedListing`).
+    public var startsListingAfresh: Bool { if case .fresh = listing { true } else { false } }
+
     // The handle feeds the kernel's cache until the kernel releases it (RELEASEDIR).
     deinit {
-        if let listing { item.state.withLock { $0.listing.released(generation: listing.generation) } }
+        if let generation = listing?.generation { item.state.withLock { $0.listing.released(generation: generation) } }
     }
 
     public func sync(dataOnly: Bool) throws(Errno) {
@@ -54,6 +60,19 @@ extension Volume {
                                            resets: listingResets.load(ordering: .acquiring), maxAge: maxAge)
         let listing = item.state.withLock { $0.listing.opened(context) }
         return DirectoryHandle(item: item, stream: stream, synthetic: synthetic, listing: listing)
+    }
+
+    /// Has the kernel drop its cached listing of the handle's directory (the pages go with
+    /// the directory's invalidation, `VolumeObserver.itemChanged`) and runs `then` once that
+    /// is done: at once, on this thread, when there is no observer to do it.
+    public func droppingCachedListing(of handle: DirectoryHandle, then: @escaping @Sendable () -> Void) {
+        let item = handle.item
+        notify { $0.itemChanged(item.inode) }
+        let done: @Sendable () -> Void = {
+            item.state.withLock { $0.listing.dropped() }
+            then()
+        }
+        if !afterObserversCaughtUp(with: item.inode, done) { done() }
     }
 
     /// The entries of the directory `inode` changed without the kernel seeing it (the store

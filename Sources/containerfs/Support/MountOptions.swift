@@ -121,8 +121,12 @@ struct MountOptions {
         return (String(option[..<eq]), String(option[option.index(after: eq)...]))
     }
 
+    /// At most 10^9 (seconds: 31 years), so that every conversion to whole milliseconds or
+    /// nanoseconds fits; `inf` and `nan`, which `Double` parses, are refused too.
     private static func number(_ option: String, _ value: String?) throws -> Double {
-        guard let value, let n = Double(value), n >= 0 else { throw CommandFailure("-o \(option): expects a non-negative number") }
+        guard let value, let n = Double(value), n >= 0, n <= 1e9 else {
+            throw CommandFailure("-o \(option): expects a number from 0 to 1000000000")
+        }
         return n
     }
 }

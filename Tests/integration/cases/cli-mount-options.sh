@@ -105,6 +105,13 @@ out=$(containerfs mount "$S" "$M" -o no_such_option 2>&1) || rc=$?
 ((rc != 0)) || _fail "an unknown option was accepted"
 [[ $out == *no_such_option* ]] || _fail "message does not name the bad option: $out"
 _ok "unknown option refused (exit $rc): $out"
+# Numbers that would overflow a conversion to milliseconds or nanoseconds are refused.
+for bad in attr_timeout=inf claim_timeout=nan threads=1e300 negative_timeout=-1; do
+    rc=0
+    out=$(containerfs mount "$S" "$M" -o "$bad" 2>&1) || rc=$?
+    _assert_eq 1 "$rc" "exit status for -o $bad"
+    _assert_eq "containerfs: -o $bad: expects a number from 0 to 1000000000" "$out" "message for -o $bad"
+done
 _assert_eq "" "$(_mount_fstype "$M")" "nothing mounted after failures"
 # (usage errors and their exit status 2: cli-help-version-exit-codes)
 
