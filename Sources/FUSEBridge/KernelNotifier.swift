@@ -117,7 +117,9 @@ public final class KernelNotifier: VolumeObserver, @unchecked Sendable {
 
     public func afterPendingChanges(for inode: UInt64, _ body: @escaping @Sendable () -> Void) -> Bool {
         queue.withLock { q in
-            guard q.items[inode] != nil else { return false }
+            // Once stopping, the loop's last look at `waiting` may be over (it takes this
+            // lock after `running` went false): the caller runs `body` itself.
+            guard q.items[inode] != nil, running.load(ordering: .acquiring) else { return false }
             q.waiting[inode, default: []].append(body)
             return true
         }

@@ -35,7 +35,7 @@
 struct ListingCache: Equatable {
     /// What an OPENDIR is answered.
     enum Answer: Equatable {
-        /// No `FOPEN_CACHE_DIR`: a stale feeder is open.
+        /// No `FOPEN_CACHE_DIR`: a stale feeder is open (or nothing would be kept).
         case uncached
         /// `FOPEN_CACHE_DIR` and `FOPEN_KEEP_CACHE`: list from what the kernel has.
         case keep(generation: UInt64)
@@ -64,6 +64,9 @@ struct ListingCache: Equatable {
     private(set) var pendingDrops = 0
     /// `Context.resets` as last seen: a rescan is a change like any other.
     private var resetsSeen: UInt64 = 0
+    /// A handle asked for the cache before: until then the kernel has no pages to drop (the
+    /// item is as old as the kernel's inode, which is made by the look-up that made it).
+    private var everCached = false
     /// When the kernel last started a fresh cache, and what was counted then.
     private var startedAt: UInt64 = 0
     private var forgottenAtStart: UInt64 = 0
@@ -83,6 +86,8 @@ struct ListingCache: Equatable {
 
     /// An OPENDIR: whether it may use the kernel's cache, and how.
     mutating func opened(_ context: Context) -> Answer {
+        // attr_timeout=0: nothing would ever be kept.
+        if context.maxAge == 0 { return .uncached }
         if context.resets != resetsSeen {
             // Every handle open now may hold entries read before the changes a rescan found.
             resetsSeen = context.resets
@@ -96,10 +101,14 @@ struct ListingCache: Equatable {
         }
         // Every READDIR of the handles that fill the cache from now on runs after every
         // change seen so far.
-        pendingDrops += 1
         stale = false
         startedAt = context.now
         forgottenAtStart = context.childrenForgotten
+        if !everCached {
+            everCached = true
+            return .keep(generation: generation)
+        }
+        pendingDrops += 1
         return .fresh(generation: generation)
     }
 

@@ -48,17 +48,18 @@ extension Volume {
     /// nothing (the store watcher cannot vouch for the store).
     public func openDirectory(_ item: Item, listingMaxAge: UInt64? = nil) throws(Errno) -> DirectoryHandle {
         guard item.isDirectory else { throw .notDirectory }
-        var stream: DirectoryStream?
-        var synthetic: [([CChar], UInt64, UInt8)] = []
-        if item.isVirtual {
-            synthetic = rootEntries()
-        } else {
-            stream = try sheddingOnShortage { () throws(Errno) in try DirectoryStream.open(item.fd, touchingAccessTime: true) }
+        // A stream reads at READDIR time: its entries are never older than the answer.
+        let stream = item.isVirtual ? nil
+            : try sheddingOnShortage { () throws(Errno) in try DirectoryStream.open(item.fd, touchingAccessTime: true) }
+        var listing: ListingCache.Answer?
+        if let maxAge = listingMaxAge {
+            let context = ListingCache.Context(now: OwnChanges.now(), childrenForgotten: item.childrenForgotten.load(ordering: .relaxed),
+                                               resets: listingResets.load(ordering: .acquiring), maxAge: maxAge)
+            listing = item.state.withLock { $0.listing.opened(context) }
         }
-        guard let maxAge = listingMaxAge else { return DirectoryHandle(item: item, stream: stream, synthetic: synthetic) }
-        let context = ListingCache.Context(now: OwnChanges.now(), childrenForgotten: item.childrenForgotten.load(ordering: .relaxed),
-                                           resets: listingResets.load(ordering: .acquiring), maxAge: maxAge)
-        let listing = item.state.withLock { $0.listing.opened(context) }
+        // The root's entries are taken after `opened`: a change counted after it makes this
+        // handle a stale feeder, and one counted before it is in them.
+        let synthetic = item.isVirtual ? rootEntries() : []
         return DirectoryHandle(item: item, stream: stream, synthetic: synthetic, listing: listing)
     }
 

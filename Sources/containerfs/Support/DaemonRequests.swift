@@ -29,16 +29,14 @@ struct DaemonRequests: Sendable {
             case "container.create":
                 let id = try Self.identifier(request.args["id"])
                 let bundle = request.args["bundle"].map { FilePath($0) }
-                try expectingContainerEntry(id) { try volume.registry.create(id, caller: caller, bundleSource: bundle) }
-                announce(id)
+                try changingContainerEntry(id) { try volume.registry.create(id, caller: caller, bundleSource: bundle) }
                 coordination.center.announce(.appeared(FilePath("/containers/\(id)")), by: coordination.purposes.purpose(ofThread: caller.pid))
                 return ControlResponse(id: request.id, ok: true, result: ["path": mountPoint.appending("containers/\(id)").string])
             case "container.remove":
                 let id = try Self.identifier(request.args["id"])
                 guard let record = volume.registry.record(id) else { throw FileManagerError.noSuchItem("containers/\(id)") }
                 guard caller.isRoot || caller.uid == record.ownerUID else { throw FileManagerError.permissionDenied("containers/\(id)") }
-                try expectingContainerEntry(id) { try volume.registry.remove(id) }
-                announce(id)
+                try changingContainerEntry(id) { try volume.registry.remove(id) }
                 coordination.center.announce(.deleted(FilePath("/containers/\(id)")), by: coordination.purposes.purpose(ofThread: caller.pid))
                 return ControlResponse(id: request.id, ok: true)
             case "presenter.register":
@@ -114,6 +112,14 @@ struct DaemonRequests: Sendable {
             guard p.removePrefix(mountPoint) else { throw .invalidArgument("\(raw): not under \(mountPoint)") }
         }
         return p
+    }
+
+    /// Runs a change of `containers/ID` as the daemon's own and tells the kernel of it,
+    /// also when it failed half-way (what the kernel cached of the name or the listing of
+    /// `containers/` may be wrong either way).
+    private func changingContainerEntry(_ id: BundleIdentifier, _ body: () throws -> Void) throws {
+        defer { announce(id) }
+        try expectingContainerEntry(id, body)
     }
 
     private func announce(_ id: BundleIdentifier) {
