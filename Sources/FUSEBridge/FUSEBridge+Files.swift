@@ -285,7 +285,7 @@ extension FUSEBridge {
         }
     }
 
-    /// Seconds as nanoseconds, saturating (`attr_timeout=inf` is a valid option).
+    /// Seconds as nanoseconds, saturating: never traps, whatever a timeout holds.
     static func nanoseconds(_ seconds: Double) -> UInt64 {
         seconds.isNaN || seconds <= 0 ? 0 : seconds >= 1.8e10 ? .max : UInt64(seconds * 1e9)
     }

@@ -32,7 +32,7 @@
 ///
 /// Pure state, kept under the directory item's lock; times and counters are given by the
 /// caller, so the rules are tested without a mount.
-struct ListingCache: Equatable {
+struct ListingCache {
     /// What an OPENDIR is answered.
     enum Answer: Equatable {
         /// No `FOPEN_CACHE_DIR`: a stale feeder is open (or nothing would be kept).
