@@ -269,15 +269,13 @@ extension FUSEBridge {
                         cfuse_fi_set_keep_cache(&info, 1)
                     }
                     info.fh = FUSEBridge.retain(handle)
-                    guard handle.startsListingAfresh else {
-                        if !reply.open(&info) { FUSEBridge.releaseHandle(info.fh, as: DirectoryHandle.self) }
-                        return
-                    }
-                    let parked = ParkedRequest(reply)
-                    volume.droppingCachedListing(of: handle) { [info] in
+                    let answer: @Sendable (consuming Reply) -> Void = { [info] reply in
                         var info = info
-                        if !parked.take().open(&info) { FUSEBridge.releaseHandle(info.fh, as: DirectoryHandle.self) }
+                        if !reply.open(&info) { FUSEBridge.releaseHandle(info.fh, as: DirectoryHandle.self) }
                     }
+                    guard handle.startsListingAfresh else { return answer(reply) }
+                    let parked = ParkedRequest(reply)
+                    volume.droppingCachedListing(of: handle) { answer(parked.take()) }
                 } catch {
                     reply.fail(error)
                 }

@@ -184,8 +184,7 @@ extension Volume {
                 }
             }
         } catch .fileExists where flags & O_EXCL == 0 {
-            listingChanged(parent.inode)
-            notify { $0.entryChanged(parent: parent.inode, name: FilePath.Component(platformString: name)!) }
+            announceEntryChange(parent: parent.inode, name: FilePath.Component(platformString: name)!)
             return try openExisting(parent, name, flags: flags, caller: caller)
         }
         do {

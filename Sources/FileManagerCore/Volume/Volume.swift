@@ -56,7 +56,8 @@ public final class Volume: Sendable {
     }
 
     /// Announces that the entry `name` of the directory `parent` changed outside the kernel's
-    /// view (the daemon ran a CLI command on the store).
+    /// view (the daemon ran a CLI command on the store, or found a name the kernel believed
+    /// missing): its cached entry and listing go.
     public func announceEntryChange(parent: UInt64, name: FilePath.Component) {
         listingChanged(parent)
         notify { $0.entryChanged(parent: parent, name: name) }

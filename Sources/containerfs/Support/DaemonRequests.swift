@@ -96,13 +96,6 @@ struct DaemonRequests: Sendable {
         return id
     }
 
-    /// Runs a change of `containers/ID` made by the daemon itself, so that its echo from the
-    /// store watcher is not reported again as an outside change.
-    private func expectingContainerEntry(_ id: BundleIdentifier, _ body: () throws -> Void) throws {
-        try id.rawValue.withCString { name in
-            try volume.expectingOwnEntry(parent: volume.containersInode, name) { try body() }
-        }
-    }
 
     /// A mount-relative path, or an absolute one under this mount.
     func path(_ raw: String?) throws(FileManagerError) -> FilePath {
@@ -114,16 +107,15 @@ struct DaemonRequests: Sendable {
         return p
     }
 
-    /// Runs a change of `containers/ID` as the daemon's own and tells the kernel of it,
+    /// Runs a change of `containers/ID` made by the daemon itself, so that its echo from the
+    /// store watcher is not reported again as an outside change, and tells the kernel of it,
     /// also when it failed half-way (what the kernel cached of the name or the listing of
     /// `containers/` may be wrong either way).
     private func changingContainerEntry(_ id: BundleIdentifier, _ body: () throws -> Void) throws {
-        defer { announce(id) }
-        try expectingContainerEntry(id, body)
-    }
-
-    private func announce(_ id: BundleIdentifier) {
-        volume.announceEntryChange(parent: volume.containersInode, name: FilePath.Component(id.rawValue)!)
+        defer { volume.announceEntryChange(parent: volume.containersInode, name: FilePath.Component(id.rawValue)!) }
+        try id.rawValue.withCString { name in
+            try volume.expectingOwnEntry(parent: volume.containersInode, name) { try body() }
+        }
     }
 }
 
