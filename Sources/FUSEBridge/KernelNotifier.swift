@@ -6,30 +6,36 @@ import Synchronization
 import SystemPackage
 
 /// Tells the kernel to drop cached entries and attributes when the store changed without
-/// the kernel seeing it (a CLI command the daemon ran, later an edit found by inotify).
+/// the kernel seeing it (a CLI command the daemon ran, an edit found by inotify).
 ///
-/// The `fuse_lowlevel_notify_*` calls run on this type's own thread, never inside a request
-/// handler or under a core lock: libfuse documents that the kernel may answer such a call
-/// by sending a request to this very daemon, which would deadlock a handler waiting for it.
+/// The `fuse_lowlevel_notify_*` calls run on the notifier's own threads, never inside a
+/// request handler, on the store watcher's thread or under a core lock: libfuse documents
+/// that the kernel may answer such a call by sending a request to this very daemon, and a
+/// call can wait in the kernel for as long as a request parked on a claim holds a lock it
+/// needs (DESIGN.md 35). Each call goes to the lane of what it waits for (`Lane`), so a
+/// blocked one holds up only later calls of its own lane.
 ///
 /// A request that must not be answered before queued notifications took effect (an OPEN
-/// after an edit in the store, DESIGN.md 27) queues its answer behind them.
+/// after an edit in the store, DESIGN.md 27; an OPENDIR whose listing must go, 34) queues
+/// its answer behind those of its own item.
 ///
-/// Sendable note: `session` is fixed for the notifier's life; the queue is behind `jobs`.
+/// Sendable note: `session` is fixed for the notifier's life; the lanes and `retries` are
+/// behind their locks.
 public final class KernelNotifier: VolumeObserver, @unchecked Sendable {
-    enum Job {
-        case entry(parent: UInt64, name: FilePath.Component)
-        case inode(UInt64)
-        case prune([UInt64])
-        case expire(parent: UInt64, name: FilePath.Component)
+    /// What a notification may wait for in the kernel.
+    enum Lane: Hashable, Sendable {
+        /// Entry invalidations and expiries in a directory take the directory's lock, held
+        /// by a namespace request (create, unlink, rename …) parked on a claim.
+        case entries(of: UInt64)
+        /// An inode invalidation locks the item's cached pages, which a read parked on a
+        /// claim holds. OPENs wait for this lane of their item only.
+        case item(UInt64)
+        case prune
     }
 
-    struct Queue {
-        var jobs: [Job] = []
-        /// Items with an `.inode` job queued or being worked through, and how many.
-        var items: [UInt64: Int] = [:]
-        /// Answers waiting for an item's queued jobs, run right after its last one.
-        var waiting: [UInt64: [@Sendable () -> Void]] = [:]
+    struct Retry {
+        var tries: Int
+        var due: DispatchTime
     }
 
     private let session: OpaquePointer
@@ -39,23 +45,17 @@ public final class KernelNotifier: VolumeObserver, @unchecked Sendable {
     private let bridge: FUSEBridge
     /// Set when the kernel refused FUSE_NOTIFY_PRUNE after all.
     private let pruneRefused = Atomic<Bool>(false)
-    private let queue = Mutex<Queue>(Queue())
-    private let wakeup = DispatchSemaphore(value: 0)
-    private let running = Atomic<Bool>(true)
-    private let finished = DispatchSemaphore(value: 0)
-    /// Entry invalidations nobody waits for (`entryLeadsToOldState`), on a thread of their
-    /// own: one may wait for a directory's lock, and the jobs above, which OPENs wait for,
-    /// must not wait behind it.
-    private let detached = Mutex<[(parent: UInt64, name: FilePath.Component)]>([])
-    private let detachedWakeup = DispatchSemaphore(value: 0)
-    private let detachedFinished = DispatchSemaphore(value: 0)
+    private let lanes = KeyedLanes<Lane>(name: "cfs-inval")
     /// Invalidations the kernel answered ENOENT for an item the daemon holds: the kernel has
     /// been told of the item (a LOOKUP, READDIRPLUS or CREATE answer on its way) but has not
     /// made its inode yet, and would make it with the attributes of before the change. Sent
     /// again after 1, 2, 4 … 512 ms until the kernel knows the item (the requesting task
-    /// makes the inode once it runs, which a loaded machine may delay). Only the loop's
-    /// thread touches them.
-    private var unknownYet: [UInt64: (tries: Int, due: DispatchTime)] = [:]
+    /// makes the inode once it runs, which a loaded machine may delay), by the retry thread
+    /// handing them to the item's lane when due.
+    private let retries = Mutex<[UInt64: Retry]>([:])
+    private let retryWakeup = DispatchSemaphore(value: 0)
+    private let running = Atomic<Bool>(true)
+    private let retryFinished = DispatchSemaphore(value: 0)
     static let firstRetryNanoseconds = 1_000_000
     static let retryLimit = 10
 
@@ -63,26 +63,23 @@ public final class KernelNotifier: VolumeObserver, @unchecked Sendable {
         self.session = session
         self.volume = bridge.volume
         self.bridge = bridge
-        let thread = Thread { [self] in loop() }
-        thread.name = "cfs-invalidate"
+        let thread = Thread { [self] in retryLoop() }
+        thread.name = "cfs-inval-retry"
         thread.start()
-        let entries = Thread { [self] in detachedLoop() }
-        entries.name = "cfs-invalidate-entries"
-        entries.start()
     }
 
-    /// Stops the thread and waits for it: after this, the session may be destroyed.
+    /// Stops the threads and waits for them, after answers waiting behind notifications
+    /// went out: after this, the session may be destroyed.
     public func stop() {
         running.store(false, ordering: .releasing)
-        wakeup.signal()
-        detachedWakeup.signal()
-        finished.wait()
-        detachedFinished.wait()
+        retryWakeup.signal()
+        retryFinished.wait()
+        lanes.stop()
     }
 
     public func entryChanged(parent: UInt64, name: FilePath.Component) {
         guard volume.item(parent) != nil else { return }
-        enqueue(.entry(parent: parent, name: name))
+        lanes.add(.entries(of: parent)) { [self] in invalidateEntry(parent: parent, name: name) }
     }
 
     // What a new directory already held when its watch began: most of it is the daemon's
@@ -92,37 +89,35 @@ public final class KernelNotifier: VolumeObserver, @unchecked Sendable {
     // negative entry needs. libfuse 3.14 cannot set the flag; the tap writes the message.
     public func entryMayHaveAppeared(parent: UInt64, name: FilePath.Component) {
         guard volume.item(parent) != nil else { return }
-        if bridge.kernelMinor.load(ordering: .acquiring) >= 38 {
-            enqueue(.expire(parent: parent, name: name))
-        } else {
-            enqueue(.entry(parent: parent, name: name))
+        lanes.add(.entries(of: parent)) { [self] in
+            guard bridge.kernelMinor.load(ordering: .acquiring) >= 38, !sessionEnded else {
+                return invalidateEntry(parent: parent, name: name)
+            }
+            let expired = name.withPlatformString { p in
+                cfusetap_notify_expire_entry(fuse_session_fd(session), parent, p, UInt32(strlen(p))) == 0
+            }
+            if !expired { invalidateEntry(parent: parent, name: name) }
         }
     }
 
     public func entryLeadsToOldState(parent: UInt64, name: FilePath.Component) {
-        guard volume.item(parent) != nil else { return }
-        detached.withLock { $0.append((parent, name)) }
-        detachedWakeup.signal()
+        entryChanged(parent: parent, name: name)
     }
 
     public func itemChanged(_ inode: UInt64) {
         guard volume.item(inode) != nil else { return }
-        enqueue(.inode(inode))
+        lanes.add(.item(inode)) { [self] in
+            if invalidateInode(inode) { retries.withLock { $0[inode] = nil } } else { retryLater(inode, tries: 0) }
+        }
     }
 
-    // An OPEN waits only for its own item's jobs, and goes out right after the last of
-    // them, not behind the entry invalidations queued after it: those may wait for a
-    // directory lock (held by a request parked on a claim), and the open needs none of it.
-    public func hasPendingChanges(for inode: UInt64) -> Bool { queue.withLock { $0.items[inode] != nil } }
+    // An OPEN waits only for its own item's lane: not for entry invalidations, which may
+    // wait for a directory lock (held by a request parked on a claim), and which the open
+    // needs none of; nor for another item's pages.
+    public func hasPendingChanges(for inode: UInt64) -> Bool { lanes.hasWork(.item(inode)) }
 
     public func afterPendingChanges(for inode: UInt64, _ body: @escaping @Sendable () -> Void) -> Bool {
-        queue.withLock { q in
-            // Once stopping, the loop's last look at `waiting` may be over (it takes this
-            // lock after `running` went false): the caller runs `body` itself.
-            guard q.items[inode] != nil, running.load(ordering: .acquiring) else { return false }
-            q.waiting[inode, default: []].append(body)
-            return true
-        }
+        lanes.after(.item(inode), body)
     }
 
     // FUSE_NOTIFY_PRUNE (protocol 7.45): the kernel drops the items' entries that nobody
@@ -136,7 +131,7 @@ public final class KernelNotifier: VolumeObserver, @unchecked Sendable {
 
     public func letGo(_ inodes: [UInt64]) {
         guard canLetGo, !inodes.isEmpty else { return }
-        enqueue(.prune(inodes))
+        lanes.add(.prune) { [self] in prune(inodes) }
     }
 
     private func prune(_ inodes: [UInt64]) {
@@ -149,22 +144,6 @@ public final class KernelNotifier: VolumeObserver, @unchecked Sendable {
         }
     }
 
-    private func enqueue(_ job: Job) {
-        queue.withLock { q in
-            q.jobs.append(job)
-            if case .inode(let inode) = job { q.items[inode, default: 0] += 1 }
-        }
-        wakeup.signal()
-    }
-
-    // Changes found by the store watcher are told to the kernel at once, from the watcher's
-    // thread (no request handler, no lock held): one thread hop fewer between an edit in the
-    // store and the kernel forgetting what it cached.
-    public func entryChangedOutside(parent: UInt64, name: FilePath.Component) {
-        guard volume.item(parent) != nil else { return }
-        invalidateEntry(parent: parent, name: name)
-    }
-
     /// FUSE_NOTIFY_INVAL_ENTRY: the kernel drops the entry `name` of `parent` (unhashed
     /// even while in use) and looks the name up again at its next use.
     private func invalidateEntry(parent: UInt64, name: FilePath.Component) {
@@ -174,17 +153,12 @@ public final class KernelNotifier: VolumeObserver, @unchecked Sendable {
         }
     }
 
-    public func itemChangedOutside(_ inode: UInt64) {
-        guard volume.item(inode) != nil else { return }
-        if !invalidateInode(inode) { enqueue(.inode(inode)) }  // its retries are the loop's
-    }
-
     /// FUSE_NOTIFY_INVAL_INODE: the kernel drops the item's attributes and pages. Returns
     /// whether that is settled: false when the kernel does not know the item although the
     /// daemon holds it. An answer that names the item is then still on its way to the
     /// kernel (a READDIRPLUS buffer is sent whole, after every entry in it was looked up),
     /// and the inode it makes would keep the attributes of before the change for as long
-    /// as they are cached (DESIGN.md 14): to be sent again (`unknownYet`).
+    /// as they are cached (DESIGN.md 14): to be sent again (`retries`).
     private func invalidateInode(_ inode: UInt64) -> Bool {
         guard !sessionEnded else { return true }
         let rc = fuse_lowlevel_notify_inval_inode(session, fuse_ino_t(inode), 0, 0)
@@ -196,69 +170,36 @@ public final class KernelNotifier: VolumeObserver, @unchecked Sendable {
     /// but in the instant between this check and the send).
     private var sessionEnded: Bool { fuse_session_exited(session) != 0 }
 
-    /// Sends again the invalidations due of those the kernel could not take yet.
-    private func retryUnknown() {
-        let now = DispatchTime.now()
-        var left: [UInt64: (tries: Int, due: DispatchTime)] = [:]
-        for (inode, r) in unknownYet {
-            if r.due > now { left[inode] = r; continue }
-            if invalidateInode(inode) || r.tries + 1 >= Self.retryLimit { continue }
-            left[inode] = (r.tries + 1, now + .nanoseconds(Self.firstRetryNanoseconds << (r.tries + 1)))
+    /// Schedules the `tries + 1`th retry of an invalidation the kernel could not take yet,
+    /// unless one is scheduled already (a failure does not restart the back-off).
+    private func retryLater(_ inode: UInt64, tries: Int) {
+        guard tries < Self.retryLimit else { return }
+        let added = retries.withLock { r in
+            guard r[inode] == nil else { return false }
+            r[inode] = Retry(tries: tries, due: .now() + .nanoseconds(Self.firstRetryNanoseconds << tries))
+            return true
         }
-        unknownYet = left
+        if added { retryWakeup.signal() }
     }
 
-    /// The next retry due, if any.
-    private var nextRetry: DispatchTime? { unknownYet.values.map(\.due).min() }
-
-    private func detachedLoop() {
-        defer { detachedFinished.signal() }
+    private func retryLoop() {
+        defer { retryFinished.signal() }
         while running.load(ordering: .acquiring) {
-            detachedWakeup.wait()
-            guard running.load(ordering: .acquiring) else { return }
-            let batch: [(parent: UInt64, name: FilePath.Component)] = detached.withLock { q in
-                defer { q.removeAll() }
-                return q
+            if let due = retries.withLock({ $0.values.map(\.due).min() }) {
+                _ = retryWakeup.wait(timeout: due)
+            } else {
+                retryWakeup.wait()
             }
-            for entry in batch { invalidateEntry(parent: entry.parent, name: entry.name) }
-        }
-    }
-
-    private func loop() {
-        defer {
-            // Answers waiting behind notifications still go out, before the session does.
-            for body in queue.withLock({ Array($0.waiting.values.joined()) }) { body() }
-            finished.signal()
-        }
-        while running.load(ordering: .acquiring) {
-            if let due = nextRetry { _ = wakeup.wait(timeout: due) } else { wakeup.wait() }
             guard running.load(ordering: .acquiring) else { return }
-            if !unknownYet.isEmpty { retryUnknown() }
-            let batch = queue.withLock { q -> [Job] in
-                defer { q.jobs.removeAll() }
-                return q.jobs
+            let now = DispatchTime.now()
+            let due = retries.withLock { r -> [(inode: UInt64, tries: Int)] in
+                let due = r.filter { $0.value.due <= now }.map { (inode: $0.key, tries: $0.value.tries) }
+                for d in due { r[d.inode] = nil }
+                return due
             }
-            for job in batch {
-                switch job {
-                case .entry(let parent, let name):
-                    invalidateEntry(parent: parent, name: name)
-                case .prune(let inodes):
-                    prune(inodes)
-                case .expire(let parent, let name):
-                    guard !sessionEnded else { continue }
-                    let expired = name.withPlatformString { p in
-                        cfusetap_notify_expire_entry(fuse_session_fd(session), parent, p, UInt32(strlen(p))) == 0
-                    }
-                    if !expired { invalidateEntry(parent: parent, name: name) }
-                case .inode(let inode):
-                    if invalidateInode(inode) { unknownYet[inode] = nil }
-                    else if unknownYet[inode] == nil { unknownYet[inode] = (0, .now() + .nanoseconds(Self.firstRetryNanoseconds)) }
-                    let ready = queue.withLock { q -> [@Sendable () -> Void] in
-                        let left = (q.items[inode] ?? 1) - 1
-                        q.items[inode] = left > 0 ? left : nil
-                        return left > 0 ? [] : (q.waiting.removeValue(forKey: inode) ?? [])
-                    }
-                    ready.forEach { $0() }
+            for d in due {
+                lanes.add(.item(d.inode)) { [self] in
+                    if !invalidateInode(d.inode) { retryLater(d.inode, tries: d.tries + 1) }
                 }
             }
         }

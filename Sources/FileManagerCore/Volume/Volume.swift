@@ -320,7 +320,8 @@ public protocol VolumeObserver: Sendable {
     func resync()
     /// The same for changes found in the store by its watcher. Called only on the watcher's
     /// own thread, never from a request handler and under no lock: an observer may act at
-    /// once (the kernel notifier does, so a reader's next system call sees the change).
+    /// once, if acting cannot block (the kernel notifier's calls can, DESIGN.md 35: it
+    /// queues them like the others, and the watcher goes on).
     func entryChangedOutside(parent: UInt64, name: FilePath.Component)
     func itemChangedOutside(_ inode: UInt64)
     /// Whether something the observer was told about the item `inode` (its data or

@@ -320,9 +320,9 @@ public final class StoreWatcher: @unchecked Sendable {
 
     /// Reads and handles queued events, at most `limit` bytes of them (what was queued when
     /// a request asked; nil: until the queue is empty); `draining` held. `inline`: on the
-    /// watcher thread, which tells the kernel at once; a request handler must not (libfuse:
-    /// a notification may wait on the kernel, which may wait on a request), so there the
-    /// observers queue it.
+    /// watcher thread, where observers may act at once (`entryChangedOutside`); a request
+    /// handler must not (libfuse: a notification may wait on the kernel, which may wait on
+    /// a request), so there the observers queue it.
     private func drain(inline: Bool, limit: Int? = nil) -> (events: Int, outside: Bool) {
         var events = 0
         var outside = false
