@@ -66,8 +66,8 @@ struct MountOptions {
                 case "claim_timeout": claimTimeout = .milliseconds(Int(try Self.number(option, value) * 1000))
                 case "namespace_timeout": namespaceTimeout = .milliseconds(Int(try Self.number(option, value) * 1000))
                 case "presenter_timeout": presenterTimeout = .milliseconds(Int(try Self.number(option, value) * 1000))
-                case "threads": workerThreads = Int(try Self.number(option, value))
-                case "idle_threads": idleThreads = Int(try Self.number(option, value))
+                case "threads": workerThreads = try Self.count(option, value, 1...Self.maxThreads)
+                case "idle_threads": idleThreads = try Self.count(option, value, 0...Self.maxThreads)
                 default: fuse.append(option)
                 }
             }
@@ -126,6 +126,17 @@ struct MountOptions {
     private static func number(_ option: String, _ value: String?) throws -> Double {
         guard let value, let n = Double(value), n >= 0, n <= 1e9 else {
             throw CommandFailure("-o \(option): expects a number from 0 to 1000000000")
+        }
+        return n
+    }
+
+    /// libfuse's own limit on its pool (`FUSE_LOOP_MT_MAX_THREADS`).
+    static let maxThreads = 100_000
+
+    /// A count of threads: a whole number (`threads=0.5` used to become 0).
+    private static func count(_ option: String, _ value: String?, _ range: ClosedRange<Int>) throws -> Int {
+        guard let value, let n = Int(value), range.contains(n) else {
+            throw CommandFailure("-o \(option): expects a whole number from \(range.lowerBound) to \(range.upperBound)")
         }
         return n
     }

@@ -106,11 +106,20 @@ out=$(containerfs mount "$S" "$M" -o no_such_option 2>&1) || rc=$?
 [[ $out == *no_such_option* ]] || _fail "message does not name the bad option: $out"
 _ok "unknown option refused (exit $rc): $out"
 # Numbers that would overflow a conversion to milliseconds or nanoseconds are refused.
-for bad in attr_timeout=inf claim_timeout=nan threads=1e300 negative_timeout=-1; do
+for bad in attr_timeout=inf claim_timeout=nan presenter_timeout=1e300 negative_timeout=-1; do
     rc=0
     out=$(containerfs mount "$S" "$M" -o "$bad" 2>&1) || rc=$?
     _assert_eq 1 "$rc" "exit status for -o $bad"
     _assert_eq "containerfs: -o $bad: expects a number from 0 to 1000000000" "$out" "message for -o $bad"
+done
+# Thread counts are whole numbers, and a pool needs a thread.
+for bad in threads=0.5 threads=0 threads=1e300 threads=100001 idle_threads=-1 idle_threads=2.5; do
+    rc=0
+    out=$(containerfs mount "$S" "$M" -o "$bad" 2>&1) || rc=$?
+    _assert_eq 1 "$rc" "exit status for -o $bad"
+    low=0
+    [[ $bad == threads=* ]] && low=1
+    _assert_eq "containerfs: -o $bad: expects a whole number from $low to 100000" "$out" "message for -o $bad"
 done
 _assert_eq "" "$(_mount_fstype "$M")" "nothing mounted after failures"
 # (usage errors and their exit status 2: cli-help-version-exit-codes)
