@@ -135,10 +135,11 @@ extension FUSEBridge {
         guard let file = FUSEBridge.file(fi) else { return reply.fail(Errno.badFileDescriptor) }
         // Page-cache writeback (pid 0) carries no writer and must never wait: a write failing
         // at its deadline would lose acknowledged data. Its writer was coordinated at open.
+        let start = file.writeStarts()
         if volume.kernelCachesWrites && reply.caller.pid == 0 {
             let n = cfuse_write_buf_to_fd(buffers, file.fd, offset)
             if n < 0 { return reply.fail(Errno(rawValue: CInt(-n))) }
-            file.wrote()  // before the answer: see OpenFile.wrote
+            file.wrote(from: start)  // before the answer: see OpenFile.wrote
             return reply.written(n)
         }
         // Only a write that must clear set-ID bits needs its caller.
@@ -150,7 +151,7 @@ extension FUSEBridge {
         let n = Credentials.clearingSetID(for: writer, on: file.fd) { cfuse_write_buf_to_fd(buffers, file.fd, offset) }
         coordination?.leaveFastPath()
         if n < 0 { return reply.fail(Errno(rawValue: CInt(-n))) }
-        file.wrote()  // before the answer: see OpenFile.wrote
+        file.wrote(from: start)  // before the answer: see OpenFile.wrote
         reply.written(n)
     }
 
@@ -169,12 +170,13 @@ extension FUSEBridge {
             Coordination(claims: [Claim(target: mount.target(of: file.item), writing: [])], asksPresenters: false)
         }) { reply, _ in
             do {
+                let start = file.writeStarts()
                 let n = try bytes.withUnsafeBytes { b in
                     try Credentials.clearingSetID(for: caller, on: file.fd) { () throws(Errno) in
                         try Syscall.pwrite(file.fd, UnsafeRawBufferPointer(rebasing: b[0..<copied]), offset)
                     }
                 }
-                file.wrote()  // before the answer: see OpenFile.wrote
+                file.wrote(from: start)  // before the answer: see OpenFile.wrote
                 reply.written(n)
             } catch {
                 reply.fail(error)

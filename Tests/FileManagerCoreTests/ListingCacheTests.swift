@@ -191,4 +191,32 @@ struct VolumeListingCacheTests {
         #expect(try keeps(volume, a))
         withExtendedLifetime(open) {}
     }
+
+    /// SQLite's journal, made and removed through the mount at every commit: the kernel
+    /// forgets it once removed, which leaves nothing for READDIRPLUS to prime, and must not
+    /// make the next OPENDIR (SQLite's, to fsync the directory) start afresh.
+    @Test func forgettingARemovedEntryKeepsTheListing() throws {
+        let t = try TemporaryStore()
+        let volume = Volume(store: t.store)
+        let caller = Caller.current
+        let (containers, _) = try withName("containers") { try volume.lookup(volume.root, $0) }
+        let (notes, _) = try withName("com.example.notes") { try volume.mkdir(containers, $0, mode: 0o755, caller: caller) }
+        let (documents, _) = try withName("Documents") { try volume.lookup(notes, $0) }
+        #expect(try keeps(volume, documents))
+        for _ in 0..<3 {
+            let (journal, _, handle) = try withName("db-journal") {
+                try volume.create(documents, $0, mode: 0o644, flags: O_WRONLY, caller: caller)
+            }
+            withExtendedLifetime(handle) {}
+            try withName("db-journal") { try volume.unlink(documents, $0) }
+            volume.items.forget(journal.inode, count: 1)
+            #expect(try keeps(volume, documents))
+        }
+        // A forgotten entry still there counts, as before.
+        let (kept, _, handle) = try withName("kept") { try volume.create(documents, $0, mode: 0o644, flags: O_WRONLY, caller: caller) }
+        withExtendedLifetime(handle) {}
+        volume.items.forget(kept.inode, count: 1)
+        #expect(try !keeps(volume, documents))
+        #expect(try keeps(volume, documents))
+    }
 }

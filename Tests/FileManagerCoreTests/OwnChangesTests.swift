@@ -228,4 +228,71 @@ struct OwnChangesTests {
         #expect(!own.expectsRemoval(7, name))
         #expect(!own.isOwnEntry(7, name))
     }
+
+    // MARK: - A write after the daemon's setattr; an item made after the event
+
+    /// SQLite's `fchown` of a new journal, then its writes, faster than the watcher reads:
+    /// the chown's IN_ATTRIB meets the state the writes left, and is still the daemon's own.
+    @Test func aWriteOnTheSetattrsStateKeepsItsEchoOwn() throws {
+        let (own, fd, path) = try watching(queueAt: 64)
+        defer { cleanUp(own, fd, path) }
+        let inode = UInt64(try state(fd).st_ino)
+        _ = try daemonChmod(own, inode, fd)                 // its IN_ATTRIB, at 64, unhandled
+        let start = own.stateBeforeWrite(inode, descriptor: fd)
+        #expect(start != nil)
+        _ = pwrite(fd, "journal", 7, 0)
+        own.recordWrite(inode, descriptor: fd, before: start)
+        #expect(own.isOwnItemState(try state(fd), queuedAt: 64))
+        #expect(!own.isOwnItemState(try state(fd), queuedAt: 32))  // before the chown: someone else's
+        #expect(!own.isOwnItemState(try state(fd), queuedAt: 96, closing: true))  // no close yet
+    }
+
+    /// An outside `chmod` between the daemon's setattr and its write: the write does not
+    /// start from the daemon's state, and the IN_ATTRIB stays an outside change.
+    @Test func anOutsideChangeBeforeTheWriteStaysOutside() throws {
+        let (own, fd, path) = try watching(queueAt: 64)
+        defer { cleanUp(own, fd, path) }
+        let inode = UInt64(try state(fd).st_ino)
+        _ = try daemonChmod(own, inode, fd)                 // IN_ATTRIB at 64
+        _ = fchmod(fd, 0o600)                               // outside, IN_ATTRIB at 96
+        let start = own.stateBeforeWrite(inode, descriptor: fd)
+        _ = pwrite(fd, "journal", 7, 0)
+        own.recordWrite(inode, descriptor: fd, before: start)
+        #expect(!own.isOwnItemState(try state(fd), queuedAt: 96))
+    }
+
+    /// Once the watcher handled the setattr's echo, a write needs no `fstat` before it and
+    /// keeps nothing: later IN_ATTRIBs meet the write's state as before.
+    @Test func afterTheEchoWasHandledAWriteCarriesNothing() throws {
+        let (own, fd, path) = try watching(queueAt: 64)
+        defer { cleanUp(own, fd, path) }
+        let inode = UInt64(try state(fd).st_ino)
+        _ = try daemonChmod(own, inode, fd)                 // IN_ATTRIB at 64; echo by 96 or so
+        own.cursor.handledBytes.store(UInt64(StoreWatcher.bufferSize) + 200, ordering: .relaxed)
+        #expect(own.stateBeforeWrite(inode, descriptor: fd) == nil)
+        _ = pwrite(fd, "journal", 7, 0)
+        own.recordWrite(inode, descriptor: fd, before: nil)
+        #expect(!own.isOwnItemState(try state(fd), queuedAt: 64))
+    }
+
+    /// An item event queued before the daemon made the item that now holds the name was
+    /// about the name's earlier item (SQLite's previous journal); one queued after is judged
+    /// as usual. Only while the birth is recent, and only with an exact mark.
+    @Test func anEventQueuedBeforeTheItemWasMadeIsNotAboutIt() throws {
+        let (own, fd, path) = try watching(queueAt: 128)
+        defer { cleanUp(own, fd, path) }
+        let st = try state(fd)
+        let mark = own.birthMark()
+        #expect(mark == 128)
+        own.made(UInt64(st.st_ino), after: mark)
+        #expect(own.madeAfter(st, queuedAt: 96))
+        #expect(!own.madeAfter(st, queuedAt: 128))
+        #expect(!own.madeAfter(st, queuedAt: 160))
+        var other = st
+        other.st_ino += 1
+        #expect(!own.madeAfter(other, queuedAt: 96))
+        own.made(UInt64(st.st_ino) + 2, after: nil)        // no exact mark: nothing recorded
+        other.st_ino = st.st_ino + 2
+        #expect(!own.madeAfter(other, queuedAt: 0))
+    }
 }

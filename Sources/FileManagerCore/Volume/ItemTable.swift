@@ -78,7 +78,7 @@ public final class ItemTable: Sendable {
     /// Drops `count` references; at zero the item leaves the table and its descriptor is
     /// closed once the last in-flight request using it finishes.
     public func forget(_ inode: UInt64, count: UInt64) {
-        let parent = shards[shard(inode)].withLock { table -> Item? in
+        let gone = shards[shard(inode)].withLock { table -> (item: Item, parent: Item?)? in
             guard let item = table[inode] else { return nil }
             let (left, parent) = item.state.withLock { st -> (UInt64, Item?) in
                 st.references = st.references >= count ? st.references - count : 0
@@ -86,9 +86,14 @@ public final class ItemTable: Sendable {
             }
             guard left == 0 else { return nil }
             table[inode] = nil
-            return parent
+            return (item, parent)
         }
-        parent?.childrenForgotten.add(1, ordering: .relaxed)
+        // A listing the parent's kernel cache holds names the item no more once it was
+        // removed (the journal SQLite deletes at every commit): its forgetting gives
+        // READDIRPLUS nothing to prime, and must not start the listing afresh (DESIGN.md 34).
+        guard let gone, let parent = gone.parent else { return }
+        if !gone.item.isVirtual, let st = try? Syscall.fstat(gone.item.fd), st.st_nlink == 0 { return }
+        parent.childrenForgotten.add(1, ordering: .relaxed)
     }
 
     /// Every inode held, for a rescan.

@@ -59,17 +59,24 @@ public final class OpenFile: @unchecked Sendable {
         ownChanges?.changing(item.inode, false)
     }
 
+    /// Before a write through this handle: what `wrote` needs to know of the state the
+    /// write starts from (`OwnChanges.stateBeforeWrite`; nil, and no system call, unless an
+    /// attribute change of the daemon's has an echo still to come).
+    public func writeStarts() -> stat? { ownChanges?.stateBeforeWrite(item.inode, descriptor: fd) }
+
     /// The daemon wrote through this handle: records the state the write left, which the
     /// handle's close echoes (`OwnChanges.closingItem`). Called by the FUSE bridge after each
     /// WRITE, and here by `allocate` and `copyRange`; always before the answer, since an
     /// edit the writer makes once its write returned must not be recorded as the daemon's.
-    public func wrote() { ownChanges?.recordItem(item.inode, descriptor: fd, after: .max) }
+    /// `start`: what `writeStarts` said before the write.
+    public func wrote(from start: stat? = nil) { ownChanges?.recordWrite(item.inode, descriptor: fd, before: start) }
 
     public func sync(dataOnly: Bool) throws(Errno) { try Syscall.fsync(fd, dataOnly: dataOnly) }
 
     public func allocate(mode: CInt, offset: off_t, length: off_t) throws(Errno) {
+        let start = writeStarts()
         try Syscall.fallocate(fd, mode, offset, length)
-        wrote()
+        wrote(from: start)
     }
 
     /// `lseek` for SEEK_DATA / SEEK_HOLE (the kernel handles SEEK_SET/CUR/END itself).
@@ -80,8 +87,9 @@ public final class OpenFile: @unchecked Sendable {
     /// Server-side copy between two open files (`copy_file_range`).
     public func copyRange(from offset: off_t, to destination: OpenFile, at destinationOffset: off_t, length: Int, flags: UInt32) throws(Errno) -> Int {
         var inOff = offset, outOff = destinationOffset
+        let start = destination.writeStarts()
         let n = try Syscall.copyFileRange(fd, &inOff, destination.fd, &outOff, length, flags)
-        destination.wrote()
+        destination.wrote(from: start)
         return n
     }
 }
@@ -170,6 +178,7 @@ extension Volume {
         if strlen(name) > 255 { throw .fileNameTooLong }
         try zone(of: parent).checkCreate(name)
         let mark = ownChanges.queuePosition()
+        let birthMark = ownChanges.birthMark()
         let fd: CInt
         do {
             // Always exclusive: the kernel asks to create only a name it believes missing, so
@@ -189,6 +198,7 @@ extension Volume {
         }
         do {
             let (item, st) = try lookup(parent, name)
+            ownChanges.made(item.inode, after: birthMark)
             // Recorded in the state it was made in, marked as of before the creation: see `open`.
             let file = OpenFile(fd: fd, item: item, direct: flags & O_DIRECT != 0, writable: true,
                                 accessMode: flags & O_ACCMODE, ownChanges: ownChanges, state: st, mark: mark)

@@ -63,8 +63,18 @@ public final class OwnChanges: Sendable {
         var deadline: UInt64
         var attributesAfter: UInt64
         var closeAfter: UInt64
+        /// For the change that set `attributesAfter` (a setattr, an xattr change): a queue
+        /// position its IN_ATTRIB was queued before (0: none known). Until the watcher has
+        /// handled that far, a write made on this state keeps the mark (`recordWrite`).
+        var echoBy: UInt64 = 0
         func describes(_ st: stat) -> Bool { seconds == st.st_ctim.tv_sec && nanoseconds == st.st_ctim.tv_nsec }
     }
+    /// Per item the daemon created (a new inode, under a name the kernel asked for): the
+    /// queue position just before the creation, and until when to keep it. An item event
+    /// (IN_CLOSE_WRITE, IN_ATTRIB) queued before that position names the item's entry but
+    /// was about whatever held the name then: the watcher reads the state by name, when it
+    /// gets to the event, and would take the new item's for an outside change (`madeAfter`).
+    private let births = Mutex<[UInt64: (after: UInt64, deadline: UInt64)]>([:])
     /// Where the watcher's inotify queue stands (the watcher reads the queue through it).
     let cursor = QueueCursor()
     /// Off until a watcher runs: without one, recording would only grow the tables.
@@ -105,20 +115,50 @@ public final class OwnChanges: Sendable {
     /// close marks it), or `closeAfter` apart. A record of the state the live one describes
     /// keeps its earlier marks: nothing changed the item in between, so an echo still unread
     /// is still the daemon's. `lifetime`: for tests.
-    func recordItem(_ inode: UInt64, _ st: stat, after: UInt64, closeAfter: UInt64? = nil,
-                    lifetime: UInt64 = OwnChanges.lifetime) {
+    /// `echoBy`: see `ItemRecord`. `before`: a write's (`recordWrite`).
+    func recordItem(_ inode: UInt64, _ st: stat, after: UInt64, closeAfter: UInt64? = nil, echoBy: UInt64 = 0,
+                    before: stat? = nil, lifetime: UInt64 = OwnChanges.lifetime) {
         guard enabled.load(ordering: .relaxed) else { return }
         let deadline = Self.now() + lifetime
         items.withLock { table in
             Self.prune(&table) { $0.deadline }
             var record = ItemRecord(seconds: st.st_ctim.tv_sec, nanoseconds: st.st_ctim.tv_nsec, deadline: deadline,
-                                    attributesAfter: after, closeAfter: closeAfter ?? after)
+                                    attributesAfter: after, closeAfter: closeAfter ?? after, echoBy: echoBy)
             if let e = table[inode], e.describes(st) {
                 record.attributesAfter = min(record.attributesAfter, e.attributesAfter)
                 record.closeAfter = min(record.closeAfter, e.closeAfter)
+                record.echoBy = max(record.echoBy, e.echoBy)
+            } else if let before, let e = table[inode], e.describes(before) {
+                // A write made on the state the daemon's attribute change left: that
+                // change's IN_ATTRIB, not handled yet, is still the daemon's own.
+                record.attributesAfter = min(record.attributesAfter, e.attributesAfter)
+                record.echoBy = e.echoBy
             }
             table[inode] = record
         }
+    }
+
+    /// Before a write through a handle of the item (`fd`): the item's state now, if the
+    /// daemon's last change of it was an attribute change whose IN_ATTRIB the watcher may
+    /// not have handled yet; nil otherwise (no `fstat`: the usual case).
+    ///
+    /// Without it the echo of a setattr followed by a write — SQLite's `fchown` of each new
+    /// journal, the times the kernel writes back under `-o writeback` — met the state the
+    /// write left, which no attribute echo matches, and was taken for an outside change:
+    /// the kernel dropped the file's attributes (and, under writeback, its entry) at every
+    /// commit. The window left is the one between the `fstat` and the write.
+    func stateBeforeWrite(_ inode: UInt64, descriptor fd: CInt) -> stat? {
+        guard enabled.load(ordering: .relaxed) else { return nil }
+        let handled = cursor.handledBytes.load(ordering: .acquiring)
+        let pending = items.withLock { table in table[inode].map { $0.echoBy > handled } ?? false }
+        return pending ? try? Syscall.fstat(fd) : nil
+    }
+
+    /// After a write through a handle (`fd`): records the state it left, which the handle's
+    /// close echoes; `before`: `stateBeforeWrite`.
+    func recordWrite(_ inode: UInt64, descriptor fd: CInt, before: stat?) {
+        guard enabled.load(ordering: .relaxed), let st = try? Syscall.fstat(fd) else { return }
+        recordItem(inode, st, after: .max, before: before)
     }
 
     /// `recordItem` after `fstat` of a descriptor of the item (best effort: without the
@@ -157,6 +197,39 @@ public final class OwnChanges: Sendable {
         recordItem(inode, st, after: after, closeAfter: queuePosition())
     }
 
+    /// A mark for `made`, taken just before the daemon creates an item: never past the
+    /// queue's position (nil when no exact one was to be had: then nothing is recorded).
+    func birthMark() -> UInt64? {
+        guard enabled.load(ordering: .acquiring) else { return nil }
+        return cursor.exactPosition()
+    }
+
+    /// The daemon created the item `inode` (a new inode: no other name led to it before)
+    /// after the queue position `mark` (`birthMark`).
+    func made(_ inode: UInt64, after mark: UInt64?) {
+        guard let mark, enabled.load(ordering: .relaxed) else { return }
+        let deadline = Self.now() + Self.lifetime
+        births.withLock { table in
+            Self.prune(&table) { $0.deadline }
+            table[inode] = (mark, deadline)
+        }
+    }
+
+    /// Whether the item in state `st` was created by the daemon after the event queued at
+    /// `position`: the event was about an earlier item under the same name (SQLite's
+    /// journal, made and deleted at every commit), and tells nothing of this one. Sound
+    /// because the item is a new inode (no name led to it before its creation) and the mark
+    /// is never past the queue's position at the creation; an inode number freed and
+    /// reused since was freed after the mark too. Past `lifetime` the event is judged by
+    /// state as before (at worst a needless invalidation).
+    func madeAfter(_ st: stat, queuedAt position: UInt64) -> Bool {
+        let now = Self.now()
+        return births.withLock { table in
+            guard let b = table[UInt64(st.st_ino)], b.deadline >= now else { return false }
+            return position < b.after
+        }
+    }
+
     /// The daemon starts (`true`) or ends (`false`) a change of the item: see `busy`.
     func changing(_ inode: UInt64, _ starts: Bool) {
         busy.withLock { table in
@@ -185,7 +258,8 @@ public final class OwnChanges: Sendable {
             }
         }
         let st = try body()
-        recordItem(inode, st, after: attributesMark, closeAfter: closeMark)
+        // An upper bound (the position may overshoot): the echo is queued by now.
+        recordItem(inode, st, after: attributesMark, closeAfter: closeMark, echoBy: cursor.position())
         return st
     }
 
@@ -278,6 +352,7 @@ public final class OwnChanges: Sendable {
     func reset() {
         entries.withLock { $0.removeAll() }
         items.withLock { $0.removeAll() }
+        births.withLock { $0.removeAll() }
     }
 }
 

@@ -13,6 +13,8 @@ final class QueueCursor: Sendable {
     let descriptor = Atomic<CInt>(-1)
     /// Bytes of events read from the queue.
     let readBytes = Atomic<UInt64>(0)
+    /// Bytes of events read and handled (written by the watcher with its queue lock held).
+    let handledBytes = Atomic<UInt64>(0)
     /// Odd while a read is under way: events have left the queue and are not yet counted in
     /// `readBytes`, so the sum would fall short.
     private let reading = Atomic<UInt64>(0)
@@ -34,8 +36,16 @@ final class QueueCursor: Sendable {
     /// far only makes an echo of the daemon's own count as outside. A request thread never
     /// waits for the watcher's read.
     func position(slack: UInt64 = UInt64(StoreWatcher.bufferSize)) -> UInt64 {
+        if let exact = exactPosition() { return exact }
         let fd = descriptor.load(ordering: .acquiring)
-        guard fd >= 0 else { return 0 }
+        return fd < 0 ? 0 : UInt64(max(clinux_bytes_queued(fd), 0)) + readBytes.load(ordering: .acquiring) + slack
+    }
+
+    /// The position now, never past it (events queued meanwhile are not counted); nil when
+    /// a read was under way at each of a few looks, or without a watcher.
+    func exactPosition() -> UInt64? {
+        let fd = descriptor.load(ordering: .acquiring)
+        guard fd >= 0 else { return nil }
         for _ in 0..<4 {
             let before = reading.load(ordering: .acquiring)
             if before & 1 == 0 {
@@ -43,6 +53,6 @@ final class QueueCursor: Sendable {
                 if reading.load(ordering: .acquiring) == before { return sum }
             }
         }
-        return UInt64(max(clinux_bytes_queued(fd), 0)) + readBytes.load(ordering: .acquiring) + slack
+        return nil
     }
 }

@@ -231,15 +231,12 @@ public final class StoreWatcher: @unchecked Sendable {
     private let draining = Mutex<Void>(())
     /// Requests that found the queue being read by another thread (or work left to the
     /// watcher thread). Each waits for news of one item, and for the queue to have been
-    /// handled up to `until` (a position in `handledBytes`): everything queued when it
+    /// handled up to `until` (a position in `cursor.handledBytes`): everything queued when it
     /// asked. Under a storm of outside changes the queue never empties; the position is
     /// what keeps such a request from waiting for changes made after it.
     private let waiters = Mutex<[(inode: UInt64, until: UInt64, then: @Sendable () -> Void)]>([])
     /// Where the queue stands (bytes of events queued and read); shared with `OwnChanges`.
     private var cursor: QueueCursor { volume.ownChanges.cursor }
-    /// Bytes of events read and handled (`draining` held to write; read by requests
-    /// registering as waiters).
-    private let handledBytes = Atomic<UInt64>(0)
     /// Work too heavy for a request thread, left to the watcher thread (`draining` held):
     /// a rescan after an overflow, and new directories to watch (by parent watch and name).
     private var rescanDue = false
@@ -284,7 +281,7 @@ public final class StoreWatcher: @unchecked Sendable {
                 // when it keeps finding a read under way); a queue found empty while
                 // `draining` is held means everything queued before any waiter asked has
                 // been handled.
-                let handled = clinux_bytes_queued(inotify) == 0 ? UInt64.max : handledBytes.load(ordering: .acquiring)
+                let handled = clinux_bytes_queued(inotify) == 0 ? UInt64.max : cursor.handledBytes.load(ordering: .acquiring)
                 return waiters.withLock { w in
                     let due = w.filter { $0.until <= handled }
                     w.removeAll { $0.until <= handled }
@@ -347,7 +344,7 @@ public final class StoreWatcher: @unchecked Sendable {
                 offset += 16 + length
                 events += 1
             }
-            handledBytes.add(UInt64(n), ordering: .releasing)
+            cursor.handledBytes.add(UInt64(n), ordering: .releasing)  // `draining` held
             // Room left for the longest event (16 bytes and a 255-byte name): the queue was empty.
             if n + 16 + 256 <= Self.bufferSize { break }
         }
@@ -470,6 +467,8 @@ public final class StoreWatcher: @unchecked Sendable {
             // The link-count echo of our own unlink or rename needs no look at the item.
             if mask & UInt32(IN_ATTRIB) != 0 && volume.ownChanges.expectsRemoval(dir.inode, name) { return outside }
             guard let st = try? name.withName({ p throws(Errno) in try Syscall.fstatat(dir.fd, p) }) else { return outside }
+            // The name now leads to an item the daemon made after the event was queued.
+            if volume.ownChanges.madeAfter(st, queuedAt: queuedAt) { return outside }
             let inode = UInt64(st.st_ino)
             if !volume.ownChanges.isOwnItemState(st, queuedAt: queuedAt, closing: mask & UInt32(IN_CLOSE_WRITE) != 0) {
                 outside = true

@@ -1,0 +1,42 @@
+# The store watcher takes the echoes of a journal's life through the mount for the daemon's
+# own (DESIGN.md 14, 22): made, given its owner (`fchown`, as SQLite does to each journal
+# when run as root), written, synced, closed and removed, 200 times under one name, faster
+# than the watcher reads. Two echoes were taken for outside changes before: the `fchown`'s
+# IN_ATTRIB, which met the state the write after it left, and an IN_CLOSE_WRITE read once
+# the name already led to the next journal. Under `-o writeback` each such verdict drops the
+# file's entry (an edit in the store must show through a new inode), so the kernel forgot
+# the open journal and looked its name up again before removing it. Counted with the
+# fuse:fuse_request_send tracepoint: each round looks the name up once (the kernel expires
+# a name at its unlink), 200 in all; the build before sent 277-291, now at most a few more
+# than 200 for a watcher that lags (its records last 1 s).
+. "$(dirname "$0")/../lib/common.sh"
+. "$(dirname "$0")/../lib/fusetrace.sh"
+fs_mount -o writeback
+C=$(_mkcontainer com.example.journal)
+D=$C/Documents
+_trace_begin "$TEST_MNT"
+"$PY" - "$D" <<'PYEOF'
+import os, sys
+d = sys.argv[1]
+for i in range(200):
+    fd = os.open(f"{d}/db-journal", os.O_RDWR | os.O_CREAT, 0o644)
+    os.fchown(fd, os.getuid(), os.getgid())
+    os.write(fd, b"x" * 4096)
+    os.fsync(fd)
+    os.close(fd)
+    os.unlink(f"{d}/db-journal")
+PYEOF
+_trace_end
+creates=$(_trace_count FUSE_CREATE)
+lookups=$(_trace_count FUSE_LOOKUP)
+_assert_eq 200 "$creates" "CREATE requests for 200 journals"
+((lookups >= 200 && lookups <= 220)) || _fail "200 journals sent $lookups LOOKUP requests (their echoes taken for outside changes)"
+_ok "200 journals made, written and removed: $lookups LOOKUP requests"
+# The other side: an outside change of a journal-like file is still seen.
+echo "made outside" >"$TEST_STORE/containers/com.example.journal/Documents/db-journal"
+_wait_for 10 test -e "$D/db-journal" || _fail "a file made in the store is not seen through the mount"
+_assert_output "made outside" cat "$D/db-journal"
+chmod 600 "$TEST_STORE/containers/com.example.journal/Documents/db-journal"
+_wait_for 10 eval '[[ $(stat -c %a "$D/db-journal") == 600 ]]' || _fail "a chmod in the store is not seen: $(stat -c %a "$D/db-journal")"
+_ok "chmod in the store seen through the mount"
+fs_umount
