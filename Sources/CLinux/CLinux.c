@@ -19,6 +19,8 @@
 #include <sys/xattr.h>
 #include <sys/inotify.h>
 #include <sys/eventfd.h>
+#include <pthread.h>
+#include <string.h>
 
 const int clinux_O_PATH = O_PATH;
 const int clinux_O_DIRECT = O_DIRECT;
@@ -154,4 +156,11 @@ int clinux_wait_readable(int fd, unsigned microseconds) {
     struct pollfd p = { .fd = fd, .events = POLLIN };
     struct timespec t = { .tv_sec = microseconds / 1000000, .tv_nsec = (long)(microseconds % 1000000) * 1000 };
     return ppoll(&p, 1, &t, NULL);
+}
+
+void clinux_name_this_thread(const char *name) {
+    char cut[16];
+    strncpy(cut, name, sizeof cut - 1);
+    cut[sizeof cut - 1] = 0;
+    pthread_setname_np(pthread_self(), cut);
 }

@@ -34,8 +34,12 @@ public final class KernelNotifier: VolumeObserver, @unchecked Sendable {
     }
 
     struct Retry {
+        /// Retries sent so far.
         var tries: Int
         var due: DispatchTime
+        /// Handed to the item's lane and not tried yet: kept, so that a failure meanwhile
+        /// does not start the back-off again, and a success cancels it.
+        var sent = false
     }
 
     private let session: OpaquePointer
@@ -63,9 +67,7 @@ public final class KernelNotifier: VolumeObserver, @unchecked Sendable {
         self.session = session
         self.volume = bridge.volume
         self.bridge = bridge
-        let thread = Thread { [self] in retryLoop() }
-        thread.name = "cfs-inval-retry"
-        thread.start()
+        Threads.start(named: "cfs-inval-retry") { [self] in retryLoop() }
     }
 
     /// Stops the threads and waits for them, after answers waiting behind notifications
@@ -107,7 +109,7 @@ public final class KernelNotifier: VolumeObserver, @unchecked Sendable {
     public func itemChanged(_ inode: UInt64) {
         guard volume.item(inode) != nil else { return }
         lanes.add(.item(inode)) { [self] in
-            if invalidateInode(inode) { retries.withLock { $0[inode] = nil } } else { retryLater(inode, tries: 0) }
+            if invalidateInode(inode) { retries.withLock { $0[inode] = nil } } else { retryLater(inode) }
         }
     }
 
@@ -170,38 +172,53 @@ public final class KernelNotifier: VolumeObserver, @unchecked Sendable {
     /// but in the instant between this check and the send).
     private var sessionEnded: Bool { fuse_session_exited(session) != 0 }
 
-    /// Schedules the `tries + 1`th retry of an invalidation the kernel could not take yet,
-    /// unless one is scheduled already (a failure does not restart the back-off).
-    private func retryLater(_ inode: UInt64, tries: Int) {
-        guard tries < Self.retryLimit else { return }
+    /// Schedules the first retry of an invalidation the kernel could not take yet, unless
+    /// one is scheduled or on its way already (a failure does not restart the back-off).
+    private func retryLater(_ inode: UInt64) {
         let added = retries.withLock { r in
             guard r[inode] == nil else { return false }
-            r[inode] = Retry(tries: tries, due: .now() + .nanoseconds(Self.firstRetryNanoseconds << tries))
+            r[inode] = Retry(tries: 0, due: .now() + .nanoseconds(Self.firstRetryNanoseconds))
             return true
         }
         if added { retryWakeup.signal() }
     }
 
+    /// A retry the retry thread handed to the item's lane: sent unless a success cancelled
+    /// it meanwhile, and scheduled again, later, if the kernel still does not know the item.
+    private func retry(_ inode: UInt64) {
+        guard retries.withLock({ $0[inode]?.sent == true }) else { return }
+        let settled = invalidateInode(inode)
+        let again = retries.withLock { r -> Bool in
+            guard var retry = r[inode], retry.sent else { return false }
+            retry.tries += 1
+            if settled || retry.tries >= Self.retryLimit {
+                r[inode] = nil
+                return false
+            }
+            retry.due = .now() + .nanoseconds(Self.firstRetryNanoseconds << retry.tries)
+            retry.sent = false
+            r[inode] = retry
+            return true
+        }
+        if again { retryWakeup.signal() }
+    }
+
     private func retryLoop() {
         defer { retryFinished.signal() }
         while running.load(ordering: .acquiring) {
-            if let due = retries.withLock({ $0.values.map(\.due).min() }) {
+            if let due = retries.withLock({ $0.values.filter { !$0.sent }.map(\.due).min() }) {
                 _ = retryWakeup.wait(timeout: due)
             } else {
                 retryWakeup.wait()
             }
             guard running.load(ordering: .acquiring) else { return }
             let now = DispatchTime.now()
-            let due = retries.withLock { r -> [(inode: UInt64, tries: Int)] in
-                let due = r.filter { $0.value.due <= now }.map { (inode: $0.key, tries: $0.value.tries) }
-                for d in due { r[d.inode] = nil }
+            let due = retries.withLock { r -> [UInt64] in
+                let due = r.filter { !$0.value.sent && $0.value.due <= now }.map(\.key)
+                for inode in due { r[inode]?.sent = true }
                 return due
             }
-            for d in due {
-                lanes.add(.item(d.inode)) { [self] in
-                    if !invalidateInode(d.inode) { retryLater(d.inode, tries: d.tries + 1) }
-                }
-            }
+            for inode in due { lanes.add(.item(inode)) { [self] in retry(inode) } }
         }
     }
 }

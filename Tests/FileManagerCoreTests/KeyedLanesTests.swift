@@ -129,6 +129,21 @@ struct KeyedLanesTests {
         #expect(log.all == ["1", "1 queued", "answer"])
     }
 
+    /// A rescan invalidates every item held: thousands of keys whose work is quick run on
+    /// one thread, as on a single queue, without threads contending for the lock. (Only a
+    /// whole second on one key counts as stuck here, so that a thread preempted on a
+    /// loaded machine does not.)
+    @Test func aBurstOfQuickKeysRunsOnOneThread() {
+        let lanes = KeyedLanes<Int>(name: "test", stuckAfter: 1_000_000_000)
+        let done = DispatchSemaphore(value: 0)
+        for key in 0..<20_000 {
+            lanes.add(key) { if key == 19_999 { done.signal() } }
+        }
+        #expect(wait(done))
+        #expect(lanes.workerCount == 1)
+        lanes.stop()
+    }
+
     @Test func manyKeysFromManyThreadsAllRun() async {
         let lanes = KeyedLanes<Int>(name: "test", maxWorkers: 3)
         let log = Log()

@@ -109,5 +109,7 @@ int clinux_pipe_cloexec(int fds[2]);
 int clinux_raise_nofile_limit(void);
 /* Orphaned descendants are re-parented to this process (PR_SET_CHILD_SUBREAPER). */
 int clinux_become_subreaper(void);
+/* Names the calling thread (its first 15 bytes: the kernel's limit). */
+void clinux_name_this_thread(const char *name);
 
 #endif

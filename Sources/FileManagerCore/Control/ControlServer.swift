@@ -43,9 +43,7 @@ public final class ControlServer: @unchecked Sendable {
     }
 
     public func start() {
-        let thread = Thread { [self] in acceptLoop() }
-        thread.name = "cfs-control"
-        thread.start()
+        Threads.start(named: "cfs-control") { [self] in acceptLoop() }
     }
 
     public func stop() {

@@ -93,12 +93,10 @@ public final class StoreWatcher: @unchecked Sendable {
 
     public func start() {
         started.store(true, ordering: .releasing)
-        let thread = Thread { [self] in
+        Threads.start(named: "cfs-watch") { [self] in
             loop()
             finished.signal()
         }
-        thread.name = "cfs-watch"
-        thread.start()
     }
 
     /// Stops the thread (woken through `wakeFD`) and waits for it.

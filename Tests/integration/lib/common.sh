@@ -271,13 +271,21 @@ _daemon_pid() {
 }
 
 # _force_unmount MNT: what the trap does: a clean unmount, else abort the connection and
-# unmount lazily (a hung daemon must never keep a test's mount alive).
+# unmount lazily (a hung daemon must never keep a test's mount alive). Requests still
+# waiting for the daemon (a case that failed while one was parked) abort it first: a
+# notification of the daemon's may wait for a lock such a request holds, and a daemon
+# killed in that state could never exit (DESIGN.md 35).
 _force_unmount() {
-    local mnt=$1 dev
-    fusermount3 -u "$mnt" 2>/dev/null && return 0
+    local mnt=$1 dev conn
     dev=$(awk -v m="$mnt" '{ mp = $5; gsub(/\\040/, " ", mp); if (mp == m) d = $3 } END { print d }' /proc/self/mountinfo)
-    if [[ -n $dev && -w /sys/fs/fuse/connections/${dev#*:}/abort ]]; then
-        echo 1 >"/sys/fs/fuse/connections/${dev#*:}/abort" 2>/dev/null || true
+    conn=/sys/fs/fuse/connections/${dev#*:}
+    [[ -n $dev && -d $conn ]] || mount -t fusectl none /sys/fs/fuse/connections 2>/dev/null || true
+    if [[ -n $dev && -w $conn/abort && $(cat "$conn/waiting" 2>/dev/null) != 0 ]]; then
+        echo 1 >"$conn/abort" 2>/dev/null || true
+    fi
+    fusermount3 -u "$mnt" 2>/dev/null && return 0
+    if [[ -n $dev && -w $conn/abort ]]; then
+        echo 1 >"$conn/abort" 2>/dev/null || true
     fi
     fusermount3 -u -z "$mnt" 2>/dev/null || umount -l "$mnt" 2>/dev/null || true
 }
