@@ -261,6 +261,25 @@ struct OwnChangesTests {
         #expect(!own.isOwnItemState(try state(fd), queuedAt: 96))
     }
 
+    /// An outside `chmod` while the daemon writes (after its `fstat` before the write, or
+    /// after the write itself): inotify merges its IN_ATTRIB into the setattr's unread one,
+    /// which must not match the state left.
+    @Test func anOutsideChangeDuringTheWriteStaysOutside() throws {
+        for during in [true, false] {
+            let (own, fd, path) = try watching(queueAt: 64)
+            defer { cleanUp(own, fd, path) }
+            let inode = UInt64(try state(fd).st_ino)
+            _ = try daemonChmod(own, inode, fd)             // IN_ATTRIB at 64, unread
+            let start = own.stateBeforeWrite(inode, descriptor: fd)
+            #expect(start != nil)
+            if during { _ = fchmod(fd, 0o600) }             // outside, merged at 64
+            _ = pwrite(fd, "journal", 7, 0)
+            if !during { _ = fchmod(fd, 0o600) }
+            own.recordWrite(inode, descriptor: fd, before: start)
+            #expect(!own.isOwnItemState(try state(fd), queuedAt: 64), "outside chmod \(during ? "before" : "after") the write")
+        }
+    }
+
     /// Once the watcher handled the setattr's echo, a write needs no `fstat` before it and
     /// keeps nothing: later IN_ATTRIBs meet the write's state as before.
     @Test func afterTheEchoWasHandledAWriteCarriesNothing() throws {

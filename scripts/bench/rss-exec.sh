@@ -43,7 +43,9 @@ out=$dir/$label.$pid.rss
 			esac
 		done <"/proc/$pid/status" 2>/dev/null
 		[[ $st == Z || $st == X ]] && break
-		[[ -n $hwm ]] && printf '%s %s %s %s %s\n' "$EPOCHREALTIME" "$rss" "$hwm" "$thr" "$anon" >>"$out"
+		# a status read mid-exec can lack fields: such a sample is skipped (a line short of
+		# one shifts every column after it)
+		[[ -n $hwm && -n $rss && -n $thr ]] && printf '%s %s %s %s %s\n' "$EPOCHREALTIME" "$rss" "$hwm" "$thr" "$anon" >>"$out"
 		sleep "$interval"
 	done
 ) &

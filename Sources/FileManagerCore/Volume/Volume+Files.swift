@@ -198,7 +198,9 @@ extension Volume {
         }
         do {
             let (item, st) = try lookup(parent, name)
-            ownChanges.made(item.inode, after: birthMark)
+            // The inode made, not the one the name leads to now (replaced in the store
+            // meanwhile, it may be an older item with names of its own).
+            if let made = try? Syscall.fstat(fd) { ownChanges.made(UInt64(made.st_ino), after: birthMark) }
             // Recorded in the state it was made in, marked as of before the creation: see `open`.
             let file = OpenFile(fd: fd, item: item, direct: flags & O_DIRECT != 0, writable: true,
                                 accessMode: flags & O_ACCMODE, ownChanges: ownChanges, state: st, mark: mark)

@@ -128,14 +128,28 @@ public final class OwnChanges: Sendable {
                 record.attributesAfter = min(record.attributesAfter, e.attributesAfter)
                 record.closeAfter = min(record.closeAfter, e.closeAfter)
                 record.echoBy = max(record.echoBy, e.echoBy)
-            } else if let before, let e = table[inode], e.describes(before) {
-                // A write made on the state the daemon's attribute change left: that
-                // change's IN_ATTRIB, not handled yet, is still the daemon's own.
+            } else if let before, let e = table[inode], e.describes(before), Self.onlyWritten(from: before, to: st) {
+                // A write made on the state the daemon's attribute change left, which left
+                // nothing but a write's marks: that change's IN_ATTRIB, not handled yet, is
+                // still the daemon's own.
                 record.attributesAfter = min(record.attributesAfter, e.attributesAfter)
                 record.echoBy = e.echoBy
             }
             table[inode] = record
         }
+    }
+
+    /// Whether `after` differs from `before` only as a write makes it differ: the same
+    /// owner, group, mode (but set-ID bits a write cleared) and link count, and ctime equal
+    /// to mtime (a write sets both to one instant; a `chmod`, `chown` or `utimens` after it
+    /// moves the ctime alone, and one before it changes what is compared). An attribute
+    /// change made outside while the daemon wrote so stays outside.
+    static func onlyWritten(from before: stat, to after: stat) -> Bool {
+        let setID = mode_t(S_ISUID | S_ISGID)
+        return after.st_uid == before.st_uid && after.st_gid == before.st_gid && after.st_nlink == before.st_nlink
+            && after.st_mode & ~setID == before.st_mode & ~setID
+            && after.st_mode & setID & ~before.st_mode == 0
+            && after.st_ctim.tv_sec == after.st_mtim.tv_sec && after.st_ctim.tv_nsec == after.st_mtim.tv_nsec
     }
 
     /// Before a write through a handle of the item (`fd`): the item's state now, if the
@@ -146,7 +160,7 @@ public final class OwnChanges: Sendable {
     /// journal, the times the kernel writes back under `-o writeback` — met the state the
     /// write left, which no attribute echo matches, and was taken for an outside change:
     /// the kernel dropped the file's attributes (and, under writeback, its entry) at every
-    /// commit. The window left is the one between the `fstat` and the write.
+    /// commit.
     func stateBeforeWrite(_ inode: UInt64, descriptor fd: CInt) -> stat? {
         guard enabled.load(ordering: .relaxed) else { return nil }
         let handled = cursor.handledBytes.load(ordering: .acquiring)
@@ -258,8 +272,9 @@ public final class OwnChanges: Sendable {
             }
         }
         let st = try body()
-        // An upper bound (the position may overshoot): the echo is queued by now.
-        recordItem(inode, st, after: attributesMark, closeAfter: closeMark, echoBy: cursor.position())
+        // The echo is queued by now, before this position; none known (0) without an exact
+        // one (`position` may overshoot by a buffer, which would keep the mark for long).
+        recordItem(inode, st, after: attributesMark, closeAfter: closeMark, echoBy: cursor.exactPosition() ?? 0)
         return st
     }
 
