@@ -153,13 +153,20 @@ struct VolumeListingCacheTests {
         return !handle.startsListingAfresh
     }
 
-    @Test func answersFollowForgetsChangesAndMoves() throws {
+    /// A store with one container, through a volume; its `Documents` (keep `t` alive).
+    func containerDocuments() throws -> (TemporaryStore, Volume, Item) {
         let t = try TemporaryStore()
         let volume = Volume(store: t.store)
-        let caller = Caller.current
         let (containers, _) = try withName("containers") { try volume.lookup(volume.root, $0) }
-        let (notes, _) = try withName("com.example.notes") { try volume.mkdir(containers, $0, mode: 0o755, caller: caller) }
+        let (notes, _) = try withName("com.example.notes") { try volume.mkdir(containers, $0, mode: 0o755, caller: .current) }
         let (documents, _) = try withName("Documents") { try volume.lookup(notes, $0) }
+        return (t, volume, documents)
+    }
+
+    @Test func answersFollowForgetsChangesAndMoves() throws {
+        let (t, volume, documents) = try containerDocuments()
+        defer { withExtendedLifetime(t) {} }
+        let caller = Caller.current
         let (a, _) = try withName("a") { try volume.mkdir(documents, $0, mode: 0o755, caller: caller) }
         let (b, _) = try withName("b") { try volume.mkdir(documents, $0, mode: 0o755, caller: caller) }
         let (file, _, handle) = try withName("f") { try volume.create(a, $0, mode: 0o644, flags: O_WRONLY, caller: caller) }
@@ -196,12 +203,9 @@ struct VolumeListingCacheTests {
     /// forgets it once removed, which leaves nothing for READDIRPLUS to prime, and must not
     /// make the next OPENDIR (SQLite's, to fsync the directory) start afresh.
     @Test func forgettingARemovedEntryKeepsTheListing() throws {
-        let t = try TemporaryStore()
-        let volume = Volume(store: t.store)
+        let (t, volume, documents) = try containerDocuments()
+        defer { withExtendedLifetime(t) {} }
         let caller = Caller.current
-        let (containers, _) = try withName("containers") { try volume.lookup(volume.root, $0) }
-        let (notes, _) = try withName("com.example.notes") { try volume.mkdir(containers, $0, mode: 0o755, caller: caller) }
-        let (documents, _) = try withName("Documents") { try volume.lookup(notes, $0) }
         #expect(try keeps(volume, documents))
         for _ in 0..<3 {
             let (journal, _, handle) = try withName("db-journal") {
