@@ -301,7 +301,7 @@ struct OwnChangesTests {
         let (own, fd, path) = try watching(queueAt: 128)
         defer { cleanUp(own, fd, path) }
         let st = try state(fd)
-        let mark = own.birthMark()
+        let (_, mark) = own.creationMarks()
         #expect(mark == 128)
         own.made(UInt64(st.st_ino), after: mark)
         #expect(own.madeAfter(st, queuedAt: 96))

@@ -177,8 +177,7 @@ extension Volume {
     public func create(_ parent: Item, _ name: UnsafePointer<CChar>, mode: mode_t, flags: CInt, caller: Caller) throws(Errno) -> (Item, stat, OpenFile) {
         if strlen(name) > 255 { throw .fileNameTooLong }
         try zone(of: parent).checkCreate(name)
-        let mark = ownChanges.queuePosition()
-        let birthMark = ownChanges.birthMark()
+        let (mark, birthMark) = ownChanges.creationMarks()
         let fd: CInt
         do {
             // Always exclusive: the kernel asks to create only a name it believes missing, so
@@ -200,7 +199,7 @@ extension Volume {
             let (item, st) = try lookup(parent, name)
             // The inode made, not the one the name leads to now (replaced in the store
             // meanwhile, it may be an older item with names of its own).
-            if let made = try? Syscall.fstat(fd) { ownChanges.made(UInt64(made.st_ino), after: birthMark) }
+            if birthMark != nil, let made = try? Syscall.fstat(fd) { ownChanges.made(UInt64(made.st_ino), after: birthMark) }
             // Recorded in the state it was made in, marked as of before the creation: see `open`.
             let file = OpenFile(fd: fd, item: item, direct: flags & O_DIRECT != 0, writable: true,
                                 accessMode: flags & O_ACCMODE, ownChanges: ownChanges, state: st, mark: mark)

@@ -211,15 +211,17 @@ public final class OwnChanges: Sendable {
         recordItem(inode, st, after: after, closeAfter: queuePosition())
     }
 
-    /// A mark for `made`, taken just before the daemon creates an item: never past the
-    /// queue's position (nil when no exact one was to be had: then nothing is recorded).
-    func birthMark() -> UInt64? {
-        guard enabled.load(ordering: .acquiring) else { return nil }
-        return cursor.exactPosition()
+    /// The marks of a creation the daemon is about to make, from one reading of the queue:
+    /// `queuePosition()`'s for its records, and one for `made`, never past the queue's
+    /// position (nil when no exact one was to be had: then no birth is recorded).
+    func creationMarks() -> (mark: UInt64, birth: UInt64?) {
+        guard enabled.load(ordering: .acquiring) else { return (0, nil) }
+        if let exact = cursor.exactPosition() { return (exact, exact) }
+        return (cursor.position(), nil)
     }
 
     /// The daemon created the item `inode` (a new inode: no other name led to it before)
-    /// after the queue position `mark` (`birthMark`).
+    /// after the queue position `mark` (`creationMarks`).
     func made(_ inode: UInt64, after mark: UInt64?) {
         guard let mark, enabled.load(ordering: .relaxed) else { return }
         let deadline = Self.now() + Self.lifetime

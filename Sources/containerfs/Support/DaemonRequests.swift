@@ -96,7 +96,6 @@ struct DaemonRequests: Sendable {
         return id
     }
 
-
     /// A mount-relative path, or an absolute one under this mount.
     func path(_ raw: String?) throws(FileManagerError) -> FilePath {
         guard let raw, !raw.isEmpty else { throw .invalidArgument("path: missing") }
