@@ -25,6 +25,9 @@ public final class ItemTable: Sendable {
     /// (`Volume.wasReplacedInStore`); under `-o writeback` also for every regular file
     /// changed in place outside the mount (`Item.changedOutsideEpoch`).
     let outsideEntryEpoch = Atomic<UInt64>(0)
+    /// The link counts the kernel was told for its hard-linked files, which an outside
+    /// link or unlink changes without an event of their own.
+    let linkCounts = LinkCounts()
 
     init() {
         shards = (0..<Self.shardCount).map { _ in Shard() }
@@ -91,7 +94,9 @@ public final class ItemTable: Sendable {
         // A listing the parent's kernel cache holds names the item no more once it was
         // removed (the journal SQLite deletes at every commit): its forgetting gives
         // READDIRPLUS nothing to prime, and must not start the listing afresh (DESIGN.md 34).
-        guard let gone, let parent = gone.parent else { return }
+        guard let gone else { return }
+        linkCounts.forget(inode)
+        guard let parent = gone.parent else { return }
         if !gone.item.isVirtual, let st = try? Syscall.fstat(gone.item.fd), st.st_nlink == 0 { return }
         parent.childrenForgotten.add(1, ordering: .relaxed)
     }

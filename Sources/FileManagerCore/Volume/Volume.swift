@@ -151,7 +151,9 @@ public final class Volume: Sendable {
             return fd
         }
         if !used { Syscall.close(fd) }
-        return (item, try current(st, of: item, since: changes))
+        let now = try current(st, of: item, since: changes)
+        items.linkCounts.note(item.inode, now)
+        return (item, now)
     }
 
     /// `st`, read by a look-up of `item`, or the item's state now if the store watcher
@@ -273,6 +275,7 @@ public final class Volume: Sendable {
         if item.isVirtual { return rootAttributes() }
         var st = try Syscall.fstat(item.fd)
         if case .containers = zone(of: item) { st.st_mode = S_IFDIR | 0o1777 }  // see DESIGN.md, decision 5
+        items.linkCounts.note(item.inode, st)
         return st
     }
 

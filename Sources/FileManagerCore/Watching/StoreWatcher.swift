@@ -349,6 +349,10 @@ public final class StoreWatcher: @unchecked Sendable {
         // A move out of the store (or whose other half was lost) is a deletion.
         for (_, from) in movedFrom { listener?.storeChanged(.deleted(from)) }
         movedFrom.removeAll()
+        if linkCountsDue {
+            linkCountsDue = false
+            for inode in volume.items.linkCounts.changed(in: volume.items) { tellItemChanged(inode, inline: inline) }
+        }
         return (events, outside)
     }
 
@@ -417,6 +421,9 @@ public final class StoreWatcher: @unchecked Sendable {
 
     /// MOVED_FROM halves waiting for their MOVED_TO (same cookie), by cookie.
     private var movedFrom: [UInt32: FilePath] = [:]
+    /// A name was removed or replaced in the store: the link counts of hard-linked files
+    /// the kernel holds are checked once the gulp of events is handled (`LinkCounts`).
+    private var linkCountsDue = false
 
     /// Handles one event; true when it was a change made outside the mount.
     /// `queuedAt`: the event's position in the queue (bytes of events queued before it).
@@ -450,6 +457,10 @@ public final class StoreWatcher: @unchecked Sendable {
                 volume.listingChanged(directoryNode)
                 tellEntryChanged(parent: directoryNode, name: name, inline: inline)
                 tellItemChanged(directoryNode, inline: inline)
+                if mask & UInt32(IN_ISDIR) == 0 {
+                    if mask & UInt32(IN_CREATE) != 0 { linkMade(dir, name, inline: inline) }
+                    else if mask & UInt32(IN_DELETE | IN_MOVED_TO) != 0 { linkCountsDue = true }
+                }
                 if let listener, listener.wantsStoreChanges, let path = relativePath(dir, name) {
                     if mask & UInt32(IN_MOVED_FROM) != 0 {
                         movedFrom[cookie] = path
@@ -488,6 +499,15 @@ public final class StoreWatcher: @unchecked Sendable {
             }
         }
         return outside
+    }
+
+    /// A name made in the store: if it is a new link to a file the kernel holds, that
+    /// file's link count moved, which no event tells (`LinkCounts`).
+    private func linkMade(_ dir: Watched, _ name: FilePath.Component, inline: Bool) {
+        guard let st = try? name.withName({ p throws(Errno) in try Syscall.fstatat(dir.fd, p) }), st.st_nlink > 1,
+              volume.items.item(UInt64(st.st_ino)) != nil else { return }
+        volume.items.linkCounts.note(UInt64(st.st_ino), st)
+        tellItemChanged(UInt64(st.st_ino), inline: inline)
     }
 
     /// Under writeback the kernel would keep the old size and times of a file for as long
