@@ -297,7 +297,7 @@ extension FUSEBridge {
 
     func fsyncdir(_ reply: consuming Reply, _ dataOnly: Bool, _ fi: UnsafeMutablePointer<fuse_file_info>?) {
         guard let dir = FUSEBridge.directory(fi) else { return reply.fail(Errno.badFileDescriptor) }
-        do { try dir.sync(dataOnly: dataOnly); reply.ok() } catch { reply.fail(error) }
+        do { try volume.syncDirectory(dir, dataOnly: dataOnly); reply.ok() } catch { reply.fail(error) }
     }
 
     /// READDIR / READDIRPLUS: fills at most `size` bytes from the cookie `offset`. With

@@ -10,16 +10,19 @@ import SystemPackage
 public final class DirectoryHandle: @unchecked Sendable {
     public let item: Item
     let lock = Mutex(())
-    let stream: DirectoryStream?
+    /// Opened at the first READDIR or FSYNCDIR, not at OPENDIR: a directory opened only to
+    /// be held (`fchdir`, `openat` relative to it) or whose listing the kernel kept costs
+    /// the daemon no descriptor besides its item's (DESIGN.md 28). `getdents64` reads the
+    /// directory as it is when called, so the entries are as fresh either way.
+    fileprivate var stream: DirectoryStream?
     /// The virtual root's entries: (name with NUL, inode, DT_ type).
     let synthetic: [([CChar], UInt64, UInt8)]
     /// What the OPENDIR was answered as to the kernel's cached listing (`ListingCache`);
     /// nil: not asked (the store watcher could not vouch for the store).
     let listing: ListingCache.Answer?
 
-    init(item: Item, stream: DirectoryStream?, synthetic: [([CChar], UInt64, UInt8)] = [], listing: ListingCache.Answer? = nil) {
+    init(item: Item, synthetic: [([CChar], UInt64, UInt8)] = [], listing: ListingCache.Answer? = nil) {
         self.item = item
-        self.stream = stream
         self.synthetic = synthetic
         self.listing = listing
     }
@@ -35,10 +38,6 @@ public final class DirectoryHandle: @unchecked Sendable {
     deinit {
         if let generation = listing?.generation { item.state.withLock { $0.listing.released(generation: generation) } }
     }
-
-    public func sync(dataOnly: Bool) throws(Errno) {
-        if let stream { try Syscall.fsync(stream.fd, dataOnly: dataOnly) }
-    }
 }
 
 extension Volume {
@@ -48,9 +47,6 @@ extension Volume {
     /// nothing (the store watcher cannot vouch for the store).
     public func openDirectory(_ item: Item, listingMaxAge: UInt64? = nil) throws(Errno) -> DirectoryHandle {
         guard item.isDirectory else { throw .notDirectory }
-        // A stream reads at READDIR time: its entries are never older than the answer.
-        let stream = item.isVirtual ? nil
-            : try sheddingOnShortage { () throws(Errno) in try DirectoryStream.open(item.fd, touchingAccessTime: true) }
         var listing: ListingCache.Answer?
         if let maxAge = listingMaxAge {
             let context = ListingCache.Context(now: OwnChanges.now(), childrenForgotten: item.childrenForgotten.load(ordering: .relaxed),
@@ -60,7 +56,25 @@ extension Volume {
         // The root's entries are taken after `opened`: a change counted after it makes this
         // handle a stale feeder, and one counted before it is in them.
         let synthetic = item.isVirtual ? rootEntries() : []
-        return DirectoryHandle(item: item, stream: stream, synthetic: synthetic, listing: listing)
+        return DirectoryHandle(item: item, synthetic: synthetic, listing: listing)
+    }
+
+    /// FSYNCDIR: the backing directory's entries to the disk (nothing for the virtual root).
+    public func syncDirectory(_ handle: DirectoryHandle, dataOnly: Bool) throws(Errno) {
+        guard !handle.item.isVirtual else { return }
+        try handle.lock.withLock { _ throws(Errno) in
+            try Syscall.fsync(try stream(of: handle).fd, dataOnly: dataOnly)
+        }
+    }
+
+    /// The handle's stream, opened on first use; `handle.lock` held.
+    private func stream(of handle: DirectoryHandle) throws(Errno) -> DirectoryStream {
+        if let stream = handle.stream { return stream }
+        let stream = try sheddingOnShortage { () throws(Errno) in
+            try DirectoryStream.open(handle.item.fd, touchingAccessTime: true)
+        }
+        handle.stream = stream
+        return stream
     }
 
     /// Has the kernel drop its cached listing of the handle's directory (the pages go with
@@ -115,7 +129,7 @@ extension Volume {
     /// it has no room; that entry is then returned first by the next call.
     public func readDirectory(_ handle: DirectoryHandle, from offset: Int64, _ accept: (DirectoryEntry) -> Bool) throws(Errno) {
         try handle.lock.withLock { _ throws(Errno) in
-            guard let stream = handle.stream else {
+            guard !handle.item.isVirtual else {
                 var index = Int(offset)
                 while index < handle.synthetic.count {
                     let (name, inode, type) = handle.synthetic[index]
@@ -127,6 +141,7 @@ extension Volume {
                 }
                 return
             }
+            let stream = try stream(of: handle)
             try stream.seek(to: offset)
             while true {
                 let before = stream.position
