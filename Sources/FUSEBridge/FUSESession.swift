@@ -79,6 +79,12 @@ public final class FUSESession {
         var args = cfuse_args_init(CInt(cStrings.count), &cStrings)
         defer { fuse_opt_free_args(&args) }
 
+        // Under the writeback cache the kernel holds written data the store has not seen,
+        // and it sends LSEEK without writing it back first: SEEK_DATA and SEEK_HOLE answered
+        // by the backing file found a hole (or ENXIO past its end) where the kernel held
+        // data. Without the operation libfuse answers ENOSYS once, and the kernel seeks by
+        // its own size, all of it data: always right, never a hole (DESIGN.md 22).
+        if bridge.volume.kernelCachesWrites { operations.lseek = nil }
         let userdata = Unmanaged.passUnretained(bridge).toOpaque()
         guard let se = fuse_session_new(&args, &operations, MemoryLayout<fuse_lowlevel_ops>.size, userdata) else {
             throw Failure(description: "\(mountPoint): cannot start a FUSE session (bad mount options: \(options.mountOptions.joined(separator: ",")))")
