@@ -136,11 +136,18 @@ extension Volume {
             try Zone.checkRename(item: replacedZone, from: destinationZone, to: sourceZone, replacing: itemZone,
                                  newName: name, exchange: true)
         }
+        // Events the watcher has not read yet name the items as they were (`nameAtEvent`).
+        // The source is recorded before the rename, for a watcher reading its name at the
+        // very moment (an event queued before the mark was about the item either way); the
+        // destination after, since until the rename it still leads where it led.
+        let mark = ownChanges.departureMark()
+        ownChanges.departed(parent.inode, name, inode: UInt64(st.st_ino), after: mark)
         try ownChanges.expectingEntry(parent.inode, name, removing: true) { () throws(Errno) in
             try ownChanges.expectingEntry(newParent.inode, newName, removing: true) { () throws(Errno) in
                 try Syscall.renameat2(parent.fd, name, newParent.fd, newName, flags)
             }
         }
+        ownChanges.departed(newParent.inode, newName, inode: replaced.map { UInt64($0.st_ino) }, after: mark)
 
         if let moved = items.item(UInt64(st.st_ino)) { relocate(moved, to: newParent, name: newName) }
         if exchange, let replaced, let other = items.item(UInt64(replaced.st_ino)) { relocate(other, to: parent, name: name) }

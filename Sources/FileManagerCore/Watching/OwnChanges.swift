@@ -75,6 +75,14 @@ public final class OwnChanges: Sendable {
     /// was about whatever held the name then: the watcher reads the state by name, when it
     /// gets to the event, and would take the new item's for an outside change (`madeAfter`).
     private let births = Mutex<[UInt64: (after: UInt64, deadline: UInt64)]>([:])
+    /// Per name the daemon moved an item away from (a rename through the mount): what it led
+    /// to until then (nil: not known), the exact queue position just before the rename, and
+    /// until when to keep it. The watcher reads an item event's state by name when it gets
+    /// to the event; an event queued before the rename named the item under its old name,
+    /// which by then is gone (an edit in the store followed at once by a rename through the
+    /// mount was lost for good: found by a coherence fuzzer) or leads elsewhere
+    /// (`nameAtEvent`). In order of the renames.
+    private let departures = Mutex<[EntryKey: [(inode: UInt64?, before: UInt64?, deadline: UInt64)]]>([:])
     /// Where the watcher's inotify queue stands (the watcher reads the queue through it).
     let cursor = QueueCursor()
     /// Off until a watcher runs: without one, recording would only grow the tables.
@@ -246,6 +254,56 @@ public final class OwnChanges: Sendable {
         }
     }
 
+    /// A mark for `departed`: the exact queue position now (never past it, so that an event
+    /// queued after the rename is never taken for the moved item's), or nil when a read of
+    /// the queue was under way at each look.
+    func departureMark() -> UInt64? {
+        guard enabled.load(ordering: .acquiring) else { return nil }
+        return cursor.exactPosition()
+    }
+
+    /// `name` of `directory` stopped leading to `inode` (nil: to what, the daemon does not
+    /// know) by a rename the daemon made after the queue position `mark` (`departureMark`;
+    /// nil: not known).
+    func departed(_ directory: UInt64, _ name: UnsafePointer<CChar>, inode: UInt64?, after mark: UInt64?) {
+        guard enabled.load(ordering: .relaxed), let component = FilePath.Component(platformString: name) else { return }
+        let now = Self.now()
+        departures.withLock { table in
+            Self.prune(&table) { $0.last?.deadline ?? 0 }
+            let key = EntryKey(directory: directory, name: component)
+            var list = table[key, default: []].filter { $0.deadline >= now }
+            list.append((inode, mark, now + Self.lifetime))
+            table[key] = list
+        }
+    }
+
+    /// What an item event of `name` in `directory`, queued at `position`, was about.
+    enum NameAtEvent: Equatable {
+        /// What the name leads to now: read it by name.
+        case current
+        /// The daemon has renamed the name away since: it led to this item (nil: unknown).
+        case departed(UInt64?)
+        /// The daemon renamed the name away from this item within the second, at a queue
+        /// position not known: read it by name, and if the name leads nowhere, the event
+        /// was most likely about this item (else about one made and removed since).
+        case departedIfGone(UInt64)
+    }
+
+    func nameAtEvent(_ directory: UInt64, _ name: FilePath.Component, queuedAt position: UInt64) -> NameAtEvent {
+        let now = Self.now()
+        return departures.withLock { table in
+            guard let list = table[EntryKey(directory: directory, name: name)] else { return .current }
+            for d in list where d.deadline >= now {
+                guard let before = d.before else {
+                    if let inode = d.inode { return .departedIfGone(inode) }
+                    continue
+                }
+                if position < before { return .departed(d.inode) }
+            }
+            return .current
+        }
+    }
+
     /// The daemon starts (`true`) or ends (`false`) a change of the item: see `busy`.
     func changing(_ inode: UInt64, _ starts: Bool) {
         busy.withLock { table in
@@ -370,6 +428,7 @@ public final class OwnChanges: Sendable {
         entries.withLock { $0.removeAll() }
         items.withLock { $0.removeAll() }
         births.withLock { $0.removeAll() }
+        departures.withLock { $0.removeAll() }
     }
 }
 

@@ -473,9 +473,31 @@ public final class StoreWatcher: @unchecked Sendable {
             }
         }
         if mask & UInt32(IN_CLOSE_WRITE | IN_ATTRIB) != 0 {
-            // The link-count echo of our own unlink or rename needs no look at the item.
-            if mask & UInt32(IN_ATTRIB) != 0 && volume.ownChanges.expectsRemoval(dir.inode, name) { return outside }
-            guard let st = try? name.withName({ p throws(Errno) in try Syscall.fstatat(dir.fd, p) }) else { return outside }
+            let st: stat
+            var departed: Item?
+            if case .departed(let inode) = volume.ownChanges.nameAtEvent(dir.inode, name, queuedAt: queuedAt) {
+                // Renamed away by the daemon after this event: it is about what the name led
+                // to then, which only its descriptor still finds.
+                guard let inode, let item = volume.items.item(inode), let now = try? Syscall.fstat(item.fd) else { return outside }
+                (st, departed) = (now, item)
+            } else {
+                // The link-count echo of our own unlink or rename needs no look at the item.
+                if mask & UInt32(IN_ATTRIB) != 0 && volume.ownChanges.expectsRemoval(dir.inode, name) { return outside }
+                do {
+                    st = try name.withName { p throws(Errno) in try Syscall.fstatat(dir.fd, p) }
+                } catch {
+                    // Gone: renamed away by the daemon, maybe while this thread looked.
+                    guard error == .noSuchFileOrDirectory else { return outside }
+                    let inode: UInt64?
+                    switch volume.ownChanges.nameAtEvent(dir.inode, name, queuedAt: queuedAt) {
+                    case .departed(let i): inode = i
+                    case .departedIfGone(let i): inode = i
+                    case .current: inode = nil
+                    }
+                    guard let inode, let item = volume.items.item(inode), let now = try? Syscall.fstat(item.fd) else { return outside }
+                    (st, departed) = (now, item)
+                }
+            }
             // The name now leads to an item the daemon made after the event was queued.
             if volume.ownChanges.madeAfter(st, queuedAt: queuedAt) { return outside }
             let inode = UInt64(st.st_ino)
@@ -486,7 +508,10 @@ public final class StoreWatcher: @unchecked Sendable {
                 let held = volume.kernelCachesWrites && st.st_mode & S_IFMT == S_IFREG ? volume.items.item(inode) : nil
                 if let held { markChangedOutside(held) }
                 tellItemChanged(inode, inline: inline, noted: true)
-                if held != nil { dropOldInode(parent: directoryNode, name: name) }
+                if held != nil {
+                    if let departed, let (parent, name) = departed.placement { dropOldInode(parent: parent, name: name) }
+                    else { dropOldInode(parent: directoryNode, name: name) }
+                }
                 // While the daemon itself is changing the item, the state may have moved by
                 // its hand (a write through another descriptor, a setattr not yet recorded):
                 // the kernel's caches are dropped all the same (never stale), but presenters

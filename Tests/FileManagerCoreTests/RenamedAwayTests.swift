@@ -1,0 +1,48 @@
+@testable import FileManagerCore
+import Foundation
+import Glibc
+import Testing
+
+/// An item event the watcher reads after the daemon renamed its name away (DESIGN.md 14,
+/// "Renamed before the watcher read"): the watcher reads state by name, and the name is
+/// gone or leads elsewhere by then.
+@Suite("Events of names the daemon renamed away")
+struct RenamedAwayTests {
+    typealias Fixture = StoreWatcherCatchUpTests.Fixture
+
+    func rename(_ f: Fixture, _ from: String, _ to: String) throws {
+        try withName(from) { a in try withName(to) { b in try f.volume.rename(f.documents, a, f.documents, b, flags: 0) } }
+    }
+
+    @Test func anEditBeforeTheRenameIsTheMovedItems() throws {
+        let f = try Fixture()
+        StoreWatcherCatchUpTests.overwrite(f.documentsPath + "/f", "edited in the store")   // queued, not read yet
+        try rename(f, "f", "g")                                      // through the mount, at once
+        f.watcher.readQueue()
+        #expect(f.observer.flush().contains("item \(f.file.inode)")) // lost before: "f" was gone
+    }
+
+    @Test func aRenameOntoAnEditedNameTellsNothingOfTheMovedItem() throws {
+        let f = try Fixture()
+        _ = FileManager.default.createFile(atPath: f.documentsPath + "/g", contents: Data("g".utf8))
+        f.watcher.readQueue()
+        _ = f.observer.flush()
+        StoreWatcherCatchUpTests.overwrite(f.documentsPath + "/g", "edited in the store")   // about the file the rename replaces
+        try rename(f, "f", "g")
+        f.watcher.readQueue()
+        #expect(!f.observer.flush().contains("item \(f.file.inode)"))
+    }
+
+    @Test func anEditAfterTheRenameIsAboutWhatTheNameLeadsToNow() throws {
+        let f = try Fixture()
+        try rename(f, "f", "g")
+        f.watcher.readQueue()
+        _ = f.observer.flush()
+        _ = FileManager.default.createFile(atPath: f.documentsPath + "/f", contents: Data("a new f".utf8))
+        f.watcher.readQueue()
+        let told = f.observer.flush()
+        #expect(!told.contains("item \(f.file.inode)"))
+        let newInode = try Syscall.fstatat(AT_FDCWD, f.documentsPath + "/f").st_ino
+        #expect(told.contains("item \(newInode)"))
+    }
+}
