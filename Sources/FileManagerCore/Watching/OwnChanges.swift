@@ -266,7 +266,11 @@ public final class OwnChanges: Sendable {
     /// know) by a rename the daemon made after the queue position `mark` (`departureMark`;
     /// nil: not known).
     func departed(_ directory: UInt64, _ name: UnsafePointer<CChar>, inode: UInt64?, after mark: UInt64?) {
-        guard enabled.load(ordering: .relaxed), let component = FilePath.Component(platformString: name) else { return }
+        guard enabled.load(ordering: .relaxed) else { return }
+        // Every event queued before the mark handled already (the usual case, and every
+        // rename of a store nobody edits behind the mount): nothing to resolve, no record.
+        if let mark, cursor.handledBytes.load(ordering: .acquiring) >= mark { return }
+        guard let component = FilePath.Component(platformString: name) else { return }
         let now = Self.now()
         departures.withLock { table in
             Self.prune(&table) { $0.last?.deadline ?? 0 }
