@@ -195,7 +195,11 @@ extension FUSEBridge {
             let writer = file.coordinatedWriter.load(ordering: .relaxed)
             mount.center.announce(.changed(path), by: writer == 0 ? nil : Purpose(rawValue: writer))
         }
-        if let fi { FUSEBridge.releaseHandle(fi.pointee.fh, as: OpenFile.self) }
+        if let fi {
+            let item = FUSEBridge.file(fi)?.item
+            FUSEBridge.releaseHandle(fi.pointee.fh, as: OpenFile.self)
+            if let item { volume.handleReleased(item) }
+        }
         reply.ok()
     }
 

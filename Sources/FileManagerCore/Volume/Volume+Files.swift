@@ -172,6 +172,17 @@ extension Volume {
         kernelCachesWrites && item.changedOutsideEpoch.load(ordering: .acquiring) > item.lookedUpEpoch.load(ordering: .relaxed)
     }
 
+    /// The kernel released a handle of `item`. Under writeback, if the item changed in the
+    /// store and the kernel may still hold its inode as it was: the entry the watcher
+    /// dropped may be back, since a look-up made while the handle was open (a `stat`) found
+    /// that very inode again; with the last handle gone, the entry goes again, so that the
+    /// inode can go and the next look-up makes a new one (DESIGN.md 22).
+    public func handleReleased(_ item: Item) {
+        guard kernelMayHoldOldState(item), item.openHandles.load(ordering: .relaxed) == 0,
+              let (parent, name) = item.placement else { return }
+        notify { $0.entryLeadsToOldState(parent: parent, name: name) }
+    }
+
     /// Creates and opens a new file (`open(O_CREAT)` of a missing name); O_EXCL is the
     /// kernel's business, which asks only when the name does not exist.
     public func create(_ parent: Item, _ name: UnsafePointer<CChar>, mode: mode_t, flags: CInt, caller: Caller) throws(Errno) -> (Item, stat, OpenFile) {
