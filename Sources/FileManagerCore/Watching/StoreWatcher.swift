@@ -473,31 +473,7 @@ public final class StoreWatcher: @unchecked Sendable {
             }
         }
         if mask & UInt32(IN_CLOSE_WRITE | IN_ATTRIB) != 0 {
-            let st: stat
-            var departed: Item?
-            if case .departed(let inode) = volume.ownChanges.nameAtEvent(dir.inode, name, queuedAt: queuedAt) {
-                // Renamed away by the daemon after this event: it is about what the name led
-                // to then, which only its descriptor still finds.
-                guard let inode, let item = volume.items.item(inode), let now = try? Syscall.fstat(item.fd) else { return outside }
-                (st, departed) = (now, item)
-            } else {
-                // The link-count echo of our own unlink or rename needs no look at the item.
-                if mask & UInt32(IN_ATTRIB) != 0 && volume.ownChanges.expectsRemoval(dir.inode, name) { return outside }
-                do {
-                    st = try name.withName { p throws(Errno) in try Syscall.fstatat(dir.fd, p) }
-                } catch {
-                    // Gone: renamed away by the daemon, maybe while this thread looked.
-                    guard error == .noSuchFileOrDirectory else { return outside }
-                    let inode: UInt64?
-                    switch volume.ownChanges.nameAtEvent(dir.inode, name, queuedAt: queuedAt) {
-                    case .departed(let i): inode = i
-                    case .departedIfGone(let i): inode = i
-                    case .current: inode = nil
-                    }
-                    guard let inode, let item = volume.items.item(inode), let now = try? Syscall.fstat(item.fd) else { return outside }
-                    (st, departed) = (now, item)
-                }
-            }
+            guard let (st, departed) = stateAtEvent(dir, name, mask: mask, queuedAt: queuedAt) else { return outside }
             // The name now leads to an item the daemon made after the event was queued.
             if volume.ownChanges.madeAfter(st, queuedAt: queuedAt) { return outside }
             let inode = UInt64(st.st_ino)
@@ -524,6 +500,32 @@ public final class StoreWatcher: @unchecked Sendable {
             }
         }
         return outside
+    }
+
+    /// The state an item event (IN_CLOSE_WRITE, IN_ATTRIB) is about, read by the event's
+    /// name, or by the item's descriptor when the daemon renamed the name away since
+    /// (`departed`: that item; `OwnChanges.nameAtEvent`); nil when there is none to read.
+    private func stateAtEvent(_ dir: Watched, _ name: FilePath.Component, mask: UInt32, queuedAt: UInt64) -> (stat, departed: Item?)? {
+        func byDescriptor(_ inode: UInt64?) -> (stat, departed: Item?)? {
+            guard let inode, let item = volume.items.item(inode), let st = try? Syscall.fstat(item.fd) else { return nil }
+            return (st, item)
+        }
+        if case .departed(let inode) = volume.ownChanges.nameAtEvent(dir.inode, name, queuedAt: queuedAt) {
+            return byDescriptor(inode)
+        }
+        // The link-count echo of our own unlink or rename needs no look at the item.
+        if mask & UInt32(IN_ATTRIB) != 0 && volume.ownChanges.expectsRemoval(dir.inode, name) { return nil }
+        do {
+            return (try name.withName { p throws(Errno) in try Syscall.fstatat(dir.fd, p) }, nil)
+        } catch {
+            // Gone: renamed away by the daemon, maybe while this thread looked.
+            guard error == .noSuchFileOrDirectory else { return nil }
+            switch volume.ownChanges.nameAtEvent(dir.inode, name, queuedAt: queuedAt) {
+            case .departed(let inode): return byDescriptor(inode)
+            case .departedIfGone(let inode): return byDescriptor(inode)
+            case .current: return nil
+            }
+        }
     }
 
     /// A name made in the store: if it is a new link to a file the kernel holds, that
