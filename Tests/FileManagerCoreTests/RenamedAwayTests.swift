@@ -3,10 +3,10 @@ import Foundation
 import Glibc
 import Testing
 
-/// An item event the watcher reads after the daemon renamed its name away (DESIGN.md 14,
-/// "Renamed before the watcher read"): the watcher reads state by name, and the name is
+/// An item event the watcher reads after the daemon renamed or unlinked its name (DESIGN.md
+/// 14, "Renamed or unlinked before the watcher read"): the watcher reads state by name, and the name is
 /// gone or leads elsewhere by then.
-@Suite("Events of names the daemon renamed away")
+@Suite("Events of names the daemon renamed away or unlinked")
 struct RenamedAwayTests {
     typealias Fixture = StoreWatcherCatchUpTests.Fixture
 
@@ -20,6 +20,17 @@ struct RenamedAwayTests {
         try rename(f, "f", "g")                                      // through the mount, at once
         f.watcher.readQueue()
         #expect(f.observer.flush().contains("item \(f.file.inode)")) // lost before: "f" was gone
+    }
+
+    @Test func anEditBeforeAnUnlinkReachesTheFilesOtherName() throws {
+        let f = try Fixture()
+        #expect(link(f.documentsPath + "/f", f.documentsPath + "/g") == 0)
+        f.watcher.readQueue()
+        _ = f.observer.flush()
+        StoreWatcherCatchUpTests.overwrite(f.documentsPath + "/f", "edited in the store")
+        try withName("f") { try f.volume.unlink(f.documents, $0) }  // through the mount, at once
+        f.watcher.readQueue()
+        #expect(f.observer.flush().contains("item \(f.file.inode)")) // g is the file, edited
     }
 
     @Test func aRenameOntoAnEditedNameTellsNothingOfTheMovedItem() throws {

@@ -91,6 +91,12 @@ extension Volume {
     /// `unlink` of one non-directory entry.
     public func unlink(_ parent: Item, _ name: UnsafePointer<CChar>) throws(Errno) {
         try checkRemoval(parent, name, directory: false)
+        // An edit in the store whose close the watcher has not read names the file by this
+        // name, gone once it is read; the file lives on if it has other names (`nameAtEvent`).
+        let mark = ownChanges.departureMark()
+        if ownChanges.mayBeUnhandled(before: mark), let st = try? Syscall.fstatat(parent.fd, name) {
+            ownChanges.departed(parent.inode, name, inode: UInt64(st.st_ino), after: mark)
+        }
         try ownChanges.expectingEntry(parent.inode, name, removing: true) { () throws(Errno) in try Syscall.unlinkat(parent.fd, name, 0) }
     }
 

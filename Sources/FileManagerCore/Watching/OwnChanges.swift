@@ -262,15 +262,20 @@ public final class OwnChanges: Sendable {
         return cursor.exactPosition()
     }
 
+    /// Whether an event queued before `mark` may still be unhandled: a departure then needs
+    /// recording. Every event handled already is the usual case, and every case in a store
+    /// nobody edits behind the mount.
+    func mayBeUnhandled(before mark: UInt64?) -> Bool {
+        guard enabled.load(ordering: .relaxed) else { return false }
+        guard let mark else { return true }
+        return cursor.handledBytes.load(ordering: .acquiring) < mark
+    }
+
     /// `name` of `directory` stopped leading to `inode` (nil: to what, the daemon does not
-    /// know) by a rename the daemon made after the queue position `mark` (`departureMark`;
-    /// nil: not known).
+    /// know) by a rename or unlink the daemon made after the queue position `mark`
+    /// (`departureMark`; nil: not known).
     func departed(_ directory: UInt64, _ name: UnsafePointer<CChar>, inode: UInt64?, after mark: UInt64?) {
-        guard enabled.load(ordering: .relaxed) else { return }
-        // Every event queued before the mark handled already (the usual case, and every
-        // rename of a store nobody edits behind the mount): nothing to resolve, no record.
-        if let mark, cursor.handledBytes.load(ordering: .acquiring) >= mark { return }
-        guard let component = FilePath.Component(platformString: name) else { return }
+        guard mayBeUnhandled(before: mark), let component = FilePath.Component(platformString: name) else { return }
         let now = Self.now()
         departures.withLock { table in
             Self.prune(&table) { $0.last?.deadline ?? 0 }
