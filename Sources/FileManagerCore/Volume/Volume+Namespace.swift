@@ -92,10 +92,13 @@ extension Volume {
     public func unlink(_ parent: Item, _ name: UnsafePointer<CChar>) throws(Errno) {
         try checkRemoval(parent, name, directory: false)
         // An edit in the store whose close the watcher has not read names the file by this
-        // name, gone once it is read; the file lives on if it has other names (`nameAtEvent`).
-        let mark = ownChanges.departureMark()
-        if ownChanges.mayBeUnhandled(before: mark), let st = try? Syscall.fstatat(parent.fd, name) {
-            ownChanges.departed(parent.inode, name, inode: UInt64(st.st_ino), after: mark)
+        // name, gone once it is read; that matters only if the file lives on under another
+        // name the kernel holds (`LinkCounts`; `nameAtEvent`), so only then is it looked at.
+        if items.linkCounts.count > 0 {
+            let mark = ownChanges.departureMark()
+            if ownChanges.mayBeUnhandled(before: mark), let st = try? Syscall.fstatat(parent.fd, name), st.st_nlink > 1 {
+                ownChanges.departed(parent.inode, name, inode: UInt64(st.st_ino), after: mark)
+            }
         }
         try ownChanges.expectingEntry(parent.inode, name, removing: true) { () throws(Errno) in try Syscall.unlinkat(parent.fd, name, 0) }
     }
