@@ -74,7 +74,7 @@ public final class OwnChanges: Sendable {
     /// (IN_CLOSE_WRITE, IN_ATTRIB) queued before that position names the item's entry but
     /// was about whatever held the name then: the watcher reads the state by name, when it
     /// gets to the event, and would take the new item's for an outside change (`madeAfter`).
-    private let births = Mutex<[UInt64: (after: UInt64, deadline: UInt64)]>([:])
+    private let births = Mutex(MarkTable<UInt64, (after: UInt64, deadline: UInt64)>())
     /// Per name the daemon moved an item away from (a rename through the mount): what it led
     /// to until then (nil: not known), the exact queue position just before the rename, and
     /// until when to keep it. The watcher reads an item event's state by name when it gets
@@ -82,7 +82,7 @@ public final class OwnChanges: Sendable {
     /// which by then is gone (an edit in the store followed at once by a rename through the
     /// mount was lost for good: found by a coherence fuzzer) or leads elsewhere
     /// (`nameAtEvent`). In order of the renames.
-    private let departures = Mutex<[EntryKey: [(inode: UInt64?, before: UInt64?, deadline: UInt64)]]>([:])
+    private let departures = Mutex(MarkTable<EntryKey, [(inode: UInt64?, before: UInt64?, deadline: UInt64)]>())
     /// Where the watcher's inotify queue stands (the watcher reads the queue through it).
     let cursor = QueueCursor()
     /// Off until a watcher runs: without one, recording would only grow the tables.
@@ -232,10 +232,10 @@ public final class OwnChanges: Sendable {
     /// after the queue position `mark` (`creationMarks`).
     func made(_ inode: UInt64, after mark: UInt64?) {
         guard let mark, enabled.load(ordering: .relaxed) else { return }
-        let deadline = Self.now() + Self.lifetime
+        let now = Self.now()
+        let handled = cursor.handledBytes.load(ordering: .acquiring)
         births.withLock { table in
-            Self.prune(&table) { $0.deadline }
-            table[inode] = (mark, deadline)
+            table.set(inode, (mark, now + Self.lifetime)) { $0.deadline >= now && $0.after > handled }
         }
     }
 
@@ -277,12 +277,12 @@ public final class OwnChanges: Sendable {
     func departed(_ directory: UInt64, _ name: UnsafePointer<CChar>, inode: UInt64?, after mark: UInt64?) {
         guard mayBeUnhandled(before: mark), let component = FilePath.Component(platformString: name) else { return }
         let now = Self.now()
+        let handled = cursor.handledBytes.load(ordering: .acquiring)
         departures.withLock { table in
-            Self.prune(&table) { $0.last?.deadline ?? 0 }
             let key = EntryKey(directory: directory, name: component)
-            var list = table[key, default: []].filter { $0.deadline >= now }
+            var list = (table[key] ?? []).filter { $0.deadline >= now }
             list.append((inode, mark, now + Self.lifetime))
-            table[key] = list
+            table.set(key, list) { list in list.contains { $0.deadline >= now && ($0.before ?? .max) > handled } }
         }
     }
 
@@ -436,8 +436,8 @@ public final class OwnChanges: Sendable {
     func reset() {
         entries.withLock { $0.removeAll() }
         items.withLock { $0.removeAll() }
-        births.withLock { $0.removeAll() }
-        departures.withLock { $0.removeAll() }
+        births.withLock { $0 = MarkTable() }
+        departures.withLock { $0 = MarkTable() }
     }
 }
 
