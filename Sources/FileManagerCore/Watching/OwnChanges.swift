@@ -75,8 +75,9 @@ public final class OwnChanges: Sendable {
     /// was about whatever held the name then: the watcher reads the state by name, when it
     /// gets to the event, and would take the new item's for an outside change (`madeAfter`).
     private let births = Mutex(MarkTable<UInt64, (after: UInt64, deadline: UInt64)>())
-    /// Per name the daemon moved an item away from (a rename through the mount): what it led
-    /// to until then (nil: not known), the exact queue position just before the rename, and
+    /// Per name the daemon moved an item away from (a rename through the mount, or an unlink
+    /// of a file with other names): what it led to until then (nil: not known), the exact
+    /// queue position just before the change, and
     /// until when to keep it. The watcher reads an item event's state by name when it gets
     /// to the event; an event queued before the rename named the item under its old name,
     /// which by then is gone (an edit in the store followed at once by a rename through the
@@ -290,9 +291,9 @@ public final class OwnChanges: Sendable {
     enum NameAtEvent: Equatable {
         /// What the name leads to now: read it by name.
         case current
-        /// The daemon has renamed the name away since: it led to this item (nil: unknown).
+        /// The daemon has renamed or unlinked the name since: it led to this item (nil: unknown).
         case departed(UInt64?)
-        /// The daemon renamed the name away from this item within the second, at a queue
+        /// The daemon renamed or unlinked the name away from this item within the second, at a queue
         /// position not known: read it by name, and if the name leads nowhere, the event
         /// was most likely about this item (else about one made and removed since).
         case departedIfGone(UInt64)
