@@ -77,12 +77,11 @@ public final class OwnChanges: Sendable {
     private let births = Mutex(MarkTable<UInt64, (after: UInt64, deadline: UInt64)>())
     /// Per name the daemon moved an item away from (a rename through the mount, or an unlink
     /// of a file with other names): what it led to until then (nil: not known), the exact
-    /// queue position just before the change, and
-    /// until when to keep it. The watcher reads an item event's state by name when it gets
-    /// to the event; an event queued before the rename named the item under its old name,
-    /// which by then is gone (an edit in the store followed at once by a rename through the
-    /// mount was lost for good: found by a coherence fuzzer) or leads elsewhere
-    /// (`nameAtEvent`). In order of the renames.
+    /// queue position just before the change, and until when to keep it. The watcher reads
+    /// an item event's state by name when it gets to the event; an event queued before the
+    /// change named the item under that name, which by then is gone (an edit in the store
+    /// followed at once by a rename through the mount was lost for good: found by a
+    /// coherence fuzzer) or leads elsewhere (`nameAtEvent`). In order of the changes.
     private let departures = Mutex(MarkTable<EntryKey, [(inode: UInt64?, before: UInt64?, deadline: UInt64)]>())
     /// Where the watcher's inotify queue stands (the watcher reads the queue through it).
     let cursor = QueueCursor()
