@@ -145,6 +145,9 @@ extension Volume {
             try Zone.checkRename(item: replacedZone, from: destinationZone, to: sourceZone, replacing: itemZone,
                                  newName: name, exchange: true)
         }
+        if parent.inode == newParent.inode && strcmp(name, newName) == 0 {
+            return try renameOntoItself(parent, name, flags: flags)
+        }
         // Events the watcher has not read yet name the items as they were (`nameAtEvent`).
         // The source is recorded before the rename, for a watcher reading its name at the
         // very moment (an event queued before the mark was about the item either way); the
@@ -160,5 +163,14 @@ extension Volume {
 
         if let moved = items.item(UInt64(st.st_ino)) { relocate(moved, to: newParent, name: newName) }
         if exchange, let replaced, let other = items.item(UInt64(replaced.st_ino)) { relocate(other, to: parent, name: name) }
+    }
+
+    /// A name renamed onto itself. The kernel asks only when its two look-ups of the name
+    /// met different items: the store replaced the file between them. The store changes
+    /// nothing and queues no event (so no echo is expected); the kernel, which moves its
+    /// entry of the old item over the new one, is told to look the name up again.
+    private func renameOntoItself(_ parent: Item, _ name: UnsafePointer<CChar>, flags: UInt32) throws(Errno) {
+        try Syscall.renameat2(parent.fd, name, parent.fd, name, flags)  // RENAME_NOREPLACE: EEXIST
+        if let component = FilePath.Component(platformString: name) { announceEntryChange(parent: parent.inode, name: component) }
     }
 }

@@ -8,7 +8,10 @@ import SystemPackage
 ///
 /// Entries (names appearing, vanishing, moving) are expected *before* the system call (else
 /// the echo could be read first), counted per name, and each met by one echo; a failed call
-/// withdraws its expectation, and one whose echo never comes expires after `lifetime`.
+/// withdraws its expectation. inotify queues an entry's echo inside the call, so once the
+/// call returned the expectation is bounded by the queue position then (`until`): an event
+/// queued later is someone else's, even if the echo never came (a rename of a name onto
+/// itself, or onto another name of the same file, changes nothing and queues nothing).
 ///
 /// Items (IN_CLOSE_WRITE, IN_ATTRIB) are recognised by *state*, not by counting echoes:
 /// right after changing an item the daemon records its ctime, and an event is the daemon's
@@ -42,11 +45,27 @@ public final class OwnChanges: Sendable {
     /// under load, short so that one never met hides an outside change only briefly.
     static let lifetime: UInt64 = 1_000_000_000
 
-    /// Per entry: how many echoes are expected, how many of them remove or replace what the
-    /// name held (an unlink, an rmdir, either name of a rename), until when. Counted: a
-    /// rename onto `h` and an unlink of `h` made before the watcher caught up are two echoes
-    /// of one name (entry events never merge: consecutive ones on a name always differ).
-    private let entries = Mutex<[EntryKey: (count: Int, removals: Int, deadline: UInt64)]>([:])
+    /// Per entry: the echoes expected (`EntryExpectation`). Counted: a rename onto `h` and
+    /// an unlink of `h` made before the watcher caught up are two echoes of one name (entry
+    /// events never merge: consecutive ones on a name always differ).
+    private let entries = Mutex<[EntryKey: EntryExpectation]>([:])
+    struct EntryExpectation {
+        /// Echoes expected, and how many of them remove or replace what the name held (an
+        /// unlink, an rmdir, either name of a rename).
+        var count = 0
+        var removals = 0
+        /// Changes still in their system call: their echoes may be queued at any position.
+        var inFlight = 0
+        /// The queue position when the last finished change returned; its echo, and those of
+        /// the changes before it, were queued before it.
+        var until: UInt64 = 0
+        var deadline: UInt64 = 0
+
+        /// Whether an event queued at `position` may be one of the expected echoes.
+        func admits(_ position: UInt64, now: UInt64) -> Bool {
+            count > 0 && deadline >= now && (inFlight > 0 || position < until)
+        }
+    }
     /// Per item: how many of the daemon's own changes are in flight (a descriptor open for
     /// writing, a setattr or xattr change under way). An item whose state moved on while the
     /// daemon itself was changing it may have moved by the daemon's hand, not yet recorded.
@@ -106,8 +125,25 @@ public final class OwnChanges: Sendable {
         entries.withLock { table in
             Self.prune(&table) { $0.deadline }
             let key = EntryKey(directory: directory, name: component)
-            let e = table[key]
-            table[key] = ((e?.count ?? 0) + 1, (e?.removals ?? 0) + (removing ? 1 : 0), deadline)
+            var e = table[key] ?? EntryExpectation()
+            e.count += 1
+            e.removals += removing ? 1 : 0
+            e.inFlight += 1
+            e.deadline = deadline
+            table[key] = e
+        }
+    }
+
+    /// The change expected by `expectEntry` returned: its echo is queued by now.
+    func entryChanged(_ directory: UInt64, _ name: UnsafePointer<CChar>) {
+        guard enabled.load(ordering: .relaxed), let component = FilePath.Component(platformString: name) else { return }
+        let position = queuePosition()  // may overshoot by a buffer while a read is under way: only lenient
+        entries.withLock { table in
+            let key = EntryKey(directory: directory, name: component)
+            guard var e = table[key] else { return }
+            e.inFlight = max(e.inFlight - 1, 0)
+            e.until = max(e.until, position)
+            table[key] = e
         }
     }
 
@@ -354,18 +390,21 @@ public final class OwnChanges: Sendable {
 
     func withdrawEntry(_ directory: UInt64, _ name: UnsafePointer<CChar>) {
         guard enabled.load(ordering: .relaxed), let component = FilePath.Component(platformString: name) else { return }
-        consume(EntryKey(directory: directory, name: component))
+        entries.withLock { table in
+            let key = EntryKey(directory: directory, name: component)
+            guard var e = table[key] else { return }
+            e.inFlight = max(e.inFlight - 1, 0)
+            table[key] = Self.takingOne(e)
+        }
     }
 
-    /// Takes one expected echo of `key`; whether there was a live one.
-    @discardableResult
-    private func consume(_ key: EntryKey) -> Bool {
-        let now = Self.now()
-        return entries.withLock { table in
-            guard let e = table[key] else { return false }
-            table[key] = e.count > 1 ? (e.count - 1, min(e.removals, e.count - 1), e.deadline) : nil
-            return e.deadline >= now
-        }
+    /// `e` with one expected echo taken; nil when none is left.
+    private static func takingOne(_ e: EntryExpectation) -> EntryExpectation? {
+        guard e.count > 1 else { return nil }
+        var rest = e
+        rest.count -= 1
+        rest.removals = min(rest.removals, rest.count)
+        return rest
     }
 
     /// Runs a change of the entry `name` of `directory`, expecting its echo; a failed change
@@ -373,7 +412,11 @@ public final class OwnChanges: Sendable {
     func expectingEntry<R, E: Error>(_ directory: UInt64, _ name: UnsafePointer<CChar>, removing: Bool = false,
                                      _ body: () throws(E) -> R) throws(E) -> R {
         expectEntry(directory, name, removing: removing)
-        do { return try body() } catch {
+        do {
+            let result = try body()
+            entryChanged(directory, name)
+            return result
+        } catch {
             withdrawEntry(directory, name)
             throw error
         }
@@ -381,9 +424,21 @@ public final class OwnChanges: Sendable {
 
     // MARK: - Matching (the watcher)
 
-    /// Whether an entry event is the echo of an expected change (and consumes it).
-    func isOwnEntry(_ directory: UInt64, _ name: FilePath.Component) -> Bool {
-        consume(EntryKey(directory: directory, name: name))
+    /// Whether an entry event queued at `position` is the echo of an expected change (and
+    /// consumes it). Expectations it is queued after every echo of are dropped: their echoes
+    /// came before or never will.
+    func isOwnEntry(_ directory: UInt64, _ name: FilePath.Component, queuedAt position: UInt64 = 0) -> Bool {
+        let now = Self.now()
+        return entries.withLock { table in
+            let key = EntryKey(directory: directory, name: name)
+            guard let e = table[key] else { return false }
+            guard e.admits(position, now: now) else {
+                if e.inFlight == 0 { table[key] = nil }
+                return false
+            }
+            table[key] = Self.takingOne(e)
+            return true
+        }
     }
 
     /// Whether any entry change is expected (a walk of the store skips `metBeforeWatch`
@@ -393,7 +448,11 @@ public final class OwnChanges: Sendable {
     /// `name` was found in `directory` when its watch began: an expected change of it
     /// happened before, and its echo will never come.
     func metBeforeWatch(_ directory: UInt64, _ name: FilePath.Component) {
-        consume(EntryKey(directory: directory, name: name))
+        entries.withLock { table in
+            let key = EntryKey(directory: directory, name: name)
+            guard let e = table[key] else { return }
+            table[key] = Self.takingOne(e)
+        }
     }
 
     /// Whether a removal or replacement of the entry `name` of `directory` is expected,
@@ -401,11 +460,11 @@ public final class OwnChanges: Sendable {
     /// Only removals: a creation whose IN_CREATE never came (made just before its
     /// directory's watch began) would otherwise hide every IN_ATTRIB of the new file, an
     /// outside `chmod` among them, for the expectation's lifetime.
-    func expectsRemoval(_ directory: UInt64, _ name: FilePath.Component) -> Bool {
+    func expectsRemoval(_ directory: UInt64, _ name: FilePath.Component, queuedAt position: UInt64 = 0) -> Bool {
         let now = Self.now()
         return entries.withLock { table in
             guard let e = table[EntryKey(directory: directory, name: name)] else { return false }
-            return e.removals > 0 && e.deadline >= now
+            return e.removals > 0 && e.admits(position, now: now)
         }
     }
 

@@ -449,7 +449,7 @@ public final class StoreWatcher: @unchecked Sendable {
             if mask & UInt32(IN_ISDIR) != 0 && mask & UInt32(IN_CREATE | IN_MOVED_TO) != 0 {
                 if inline { watchNewDirectory(dir, name) } else { newDirectories.append((wd, name)); leaveWork() }
             }
-            if !volume.ownChanges.isOwnEntry(dir.inode, name) {
+            if !volume.ownChanges.isOwnEntry(dir.inode, name, queuedAt: queuedAt) {
                 outside = true
                 if mask & UInt32(IN_DELETE | IN_MOVED_FROM | IN_MOVED_TO) != 0 {
                     volume.items.outsideEntryEpoch.add(1, ordering: .releasing)
@@ -514,7 +514,7 @@ public final class StoreWatcher: @unchecked Sendable {
             return byDescriptor(inode)
         }
         // The link-count echo of our own unlink or rename needs no look at the item.
-        if mask & UInt32(IN_ATTRIB) != 0 && volume.ownChanges.expectsRemoval(dir.inode, name) { return nil }
+        if mask & UInt32(IN_ATTRIB) != 0 && volume.ownChanges.expectsRemoval(dir.inode, name, queuedAt: queuedAt) { return nil }
         do {
             return (try name.withName { p throws(Errno) in try Syscall.fstatat(dir.fd, p) }, nil)
         } catch {

@@ -1,0 +1,69 @@
+@testable import FileManagerCore
+import Foundation
+import Glibc
+import SystemPackage
+import Testing
+
+/// A change the daemon makes whose echo never comes (DESIGN.md 14, "An echo that never
+/// comes"): a rename of a name onto itself, or onto another name of the same file, changes
+/// nothing in the store and queues no event. Its expectations once stayed for their second
+/// and took the next outside change of those names for the echo: an outside unlink so
+/// handled left the name in the mount for good (found by a coherence fuzzer).
+@Suite("Expectations whose echo never comes")
+struct UnmetEchoTests {
+    typealias Fixture = StoreWatcherCatchUpTests.Fixture
+
+    func rename(_ f: Fixture, _ from: String, _ to: String) throws {
+        try withName(from) { a in try withName(to) { b in try f.volume.rename(f.documents, a, f.documents, b, flags: 0) } }
+    }
+
+    @Test func aRenameOfANameOntoItselfTellsTheKernelToLookAgain() throws {
+        let f = try Fixture()
+        try rename(f, "f", "f")
+        // The kernel moved its stale entry over the fresh one: it must look the name up.
+        #expect(f.observer.flush() == ["entry f"])
+        #expect(FileManager.default.fileExists(atPath: f.documentsPath + "/f"))
+    }
+
+    @Test func anOutsideUnlinkRightAfterARenameOntoItselfIsTold() throws {
+        let f = try Fixture()
+        try rename(f, "f", "f")
+        f.watcher.readQueue()
+        _ = f.observer.flush()
+        #expect(unlink(f.documentsPath + "/f") == 0)   // in the store, within the second
+        f.watcher.readQueue()
+        #expect(f.observer.flush().contains("entry f"))  // taken for the rename's echo before
+    }
+
+    @Test func anOutsideUnlinkRightAfterARenameOntoAnotherNameOfTheFileIsTold() throws {
+        let f = try Fixture()
+        #expect(link(f.documentsPath + "/f", f.documentsPath + "/g") == 0)
+        f.watcher.readQueue()
+        _ = f.observer.flush()
+        try rename(f, "f", "g")                          // POSIX: does nothing
+        #expect(FileManager.default.fileExists(atPath: f.documentsPath + "/f"))
+        f.watcher.readQueue()
+        _ = f.observer.flush()
+        #expect(unlink(f.documentsPath + "/g") == 0)
+        #expect(unlink(f.documentsPath + "/f") == 0)
+        f.watcher.readQueue()
+        let told = f.observer.flush()
+        #expect(told.contains("entry g"))
+        #expect(told.contains("entry f"))
+    }
+
+    /// The bound itself: an echo queued before the change returned is the daemon's; an
+    /// event queued after it is not, and the spent expectation goes.
+    @Test func anExpectationEndsAtThePositionItsChangeReturnedAt() {
+        let own = OwnChanges()
+        own.enabled.store(true, ordering: .relaxed)
+        let name: FilePath.Component = "h"
+        "h".withCString { own.expectEntry(7, $0) }
+        #expect(own.isOwnEntry(7, name, queuedAt: 1 << 40))   // in flight: any position
+        "h".withCString { own.expectEntry(7, $0) }
+        "h".withCString { own.entryChanged(7, $0) }           // returned at position 0 (no queue)
+        #expect(!own.isOwnEntry(7, name, queuedAt: 0))
+        #expect(!own.isOwnEntry(7, name, queuedAt: 0))          // dropped, not kept for later
+        #expect(!own.expectsEntries)
+    }
+}
