@@ -52,6 +52,23 @@ struct UnmetEchoTests {
         #expect(told.contains("entry f"))
     }
 
+    /// A writer in the store wrote, then the daemon opened the file for writing (recording
+    /// the state that write left) and closed it, then the writer closed: its close came
+    /// after the daemon's, in the state the daemon recorded, and was taken for the daemon's
+    /// echo; the mount kept the pages of before the write (coherence fuzzer, 10 of 10).
+    @Test func anOutsideWritersCloseAfterTheDaemonsCloseIsTold() throws {
+        let f = try Fixture()
+        let writer = open(f.documentsPath + "/f", O_WRONLY)
+        #expect(writer >= 0)
+        #expect(pwrite(writer, "written outside", 15, 0) == 15)
+        do { _ = try f.volume.open(f.file, flags: O_WRONLY) }       // opened and released at once
+        f.watcher.readQueue()
+        _ = f.observer.flush()                                      // its own close: nothing to tell
+        close(writer)
+        f.watcher.readQueue()
+        #expect(f.observer.flush().contains("item \(f.file.inode)"))
+    }
+
     /// The bound itself: an echo queued before the change returned is the daemon's; an
     /// event queued after it is not, and the spent expectation goes.
     @Test func anExpectationEndsAtThePositionItsChangeReturnedAt() {

@@ -82,6 +82,10 @@ public final class OwnChanges: Sendable {
         var deadline: UInt64
         var attributesAfter: UInt64
         var closeAfter: UInt64
+        /// The position once the daemon's last handle of the item closed (`.max` while one
+        /// may still close): its IN_CLOSE_WRITE was queued before it, and a later close is
+        /// an outside writer's (`closed`).
+        var closeUntil: UInt64 = .max
         /// For the change that set `attributesAfter` (a setattr, an xattr change): a queue
         /// position its IN_ATTRIB was queued before (0: none known). Until the watcher has
         /// handled that far, a write made on this state keeps the mark (`recordWrite`).
@@ -245,6 +249,27 @@ public final class OwnChanges: Sendable {
             e.closeAfter = min(e.closeAfter, mark)
             table[inode] = e
         }
+    }
+
+    /// The daemon's handle of the item that `closingItem` saw closing is closed: its
+    /// IN_CLOSE_WRITE is queued by now (the daemon holds no other reference to the open
+    /// file), and one queued after this position is a writer's outside the mount, which
+    /// may have written before the daemon opened the item (the state recorded then includes
+    /// that write). Unless another of the daemon's handles of the item is open for writing
+    /// (`others`), whose close is still to come.
+    func closed(_ inode: UInt64, others: Bool) {
+        guard enabled.load(ordering: .relaxed), !others else { return }
+        let position = queuePosition()  // may overshoot by a buffer while a read is under way: only lenient
+        items.withLock { table in
+            guard var e = table[inode], e.closeAfter != .max else { return }
+            e.closeUntil = position
+            table[inode] = e
+        }
+    }
+
+    /// Whether more than one change of the item is in flight (`changing`).
+    func isChangingTwice(_ inode: UInt64) -> Bool {
+        busy.withLock { ($0[inode] ?? 0) > 1 }
     }
 
     /// A descriptor of the daemon's that wrote nothing is closing (`fd`, before its
@@ -477,7 +502,7 @@ public final class OwnChanges: Sendable {
             guard let e = table[UInt64(st.st_ino)] else { return false }
             if e.describes(st) && e.deadline >= now {
                 // An echo queued before the mark is someone else's.
-                return position >= (closing ? e.closeAfter : e.attributesAfter)
+                return closing ? position >= e.closeAfter && position < e.closeUntil : position >= e.attributesAfter
             }
             table[UInt64(st.st_ino)] = nil  // moved on: someone else changed it since
             return false
