@@ -161,7 +161,16 @@ extension Volume {
         }
         ownChanges.departed(newParent.inode, newName, inode: replaced.map { UInt64($0.st_ino) }, after: mark)
 
-        if let moved = items.item(UInt64(st.st_ino)) { relocate(moved, to: newParent, name: newName) }
+        if let moved = items.item(UInt64(st.st_ino)) {
+            relocate(moved, to: newParent, name: newName)
+            // Under writeback, a file edited in the store that the kernel renamed with its
+            // old inode (its size and times) in hand: the watcher dropped the entry of the
+            // old name, which the kernel had already moved here (DESIGN.md 22). After the
+            // relocation: a watcher that read the old placement had marked the item by then.
+            if kernelMayHoldOldState(moved), let component = FilePath.Component(platformString: newName) {
+                notify { $0.entryLeadsToOldState(parent: newParent.inode, name: component) }
+            }
+        }
         if exchange, let replaced, let other = items.item(UInt64(replaced.st_ino)) { relocate(other, to: parent, name: name) }
     }
 
