@@ -39,6 +39,10 @@ public final class Item: @unchecked Sendable {
         var attributeGeneration: UInt64 = 0
         /// Directories: what the kernel may keep of the listing (DESIGN.md 34).
         var listing = ListingCache()
+        /// Under writeback, names other than `name` that look-ups resolved to this file
+        /// while the kernel held its inode from before an edit in the store: each entry
+        /// keeps that inode too, and goes with the last handle (`Volume.handleReleased`).
+        var namesGivenWhileStale: [(parent: UInt64, name: FilePath.Component)] = []
     }
     let state: Mutex<State>
     /// `ItemTable.outsideEntryEpoch` when the kernel last resolved a name to this item, or

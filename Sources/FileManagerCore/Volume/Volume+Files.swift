@@ -183,9 +183,13 @@ extension Volume {
     /// that very inode again; with the last handle gone, the entry goes again, so that the
     /// inode can go and the next look-up makes a new one (DESIGN.md 22).
     public func handleReleased(_ item: Item) {
-        guard kernelMayHoldOldState(item), item.openHandles.load(ordering: .relaxed) == 0,
-              let (parent, name) = item.placement else { return }
-        notify { $0.entryLeadsToOldState(parent: parent, name: name) }
+        guard kernelMayHoldOldState(item), item.openHandles.load(ordering: .relaxed) == 0 else { return }
+        let others = item.state.withLock { s in
+            defer { s.namesGivenWhileStale = [] }
+            return s.namesGivenWhileStale
+        }
+        if let (parent, name) = item.placement { notify { $0.entryLeadsToOldState(parent: parent, name: name) } }
+        for (parent, name) in others { notify { $0.entryLeadsToOldState(parent: parent, name: name) } }
     }
 
     /// Creates and opens a new file (`open(O_CREAT)` of a missing name); O_EXCL is the

@@ -153,7 +153,24 @@ public final class Volume: Sendable {
         if !used { Syscall.close(fd) }
         let now = try current(st, of: item, since: changes)
         items.linkCounts.note(item.inode, now)
+        if kernelCachesWrites && !used { notingNameGivenWhileStale(item, parent, name) }
         return (item, now)
+    }
+
+    /// Under writeback, a look-up of a held file the kernel may hold stale, while a handle
+    /// keeps that inode: the kernel gives the name the held inode, with its old size. Its
+    /// entry must go with the last handle, as the entry of the file's known name does
+    /// (`handleReleased`); the name may be another than that one (renamed or linked in the
+    /// store: a coherence fuzzer, every replay).
+    private func notingNameGivenWhileStale(_ item: Item, _ parent: Item, _ name: UnsafePointer<CChar>) {
+        guard item.isRegularFile, item.openHandles.load(ordering: .relaxed) > 0, kernelMayHoldOldState(item),
+              let component = FilePath.Component(platformString: name) else { return }
+        item.state.withLock { s in
+            guard s.parent !== parent || s.name != component,
+                  !s.namesGivenWhileStale.contains(where: { $0.parent == parent.inode && $0.name == component }),
+                  s.namesGivenWhileStale.count < 8 else { return }
+            s.namesGivenWhileStale.append((parent.inode, component))
+        }
     }
 
     /// `st`, read by a look-up of `item`, or the item's state now if the store watcher
