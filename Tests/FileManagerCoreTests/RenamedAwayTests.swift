@@ -1,6 +1,7 @@
 @testable import FileManagerCore
 import Foundation
 import Glibc
+import SystemPackage
 import Testing
 
 /// An item event the watcher reads after the daemon renamed or unlinked its name (DESIGN.md
@@ -55,5 +56,47 @@ struct RenamedAwayTests {
         #expect(!told.contains("item \(f.file.inode)"))
         let newInode = try Syscall.fstatat(AT_FDCWD, f.documentsPath + "/f").st_ino
         #expect(told.contains("item \(newInode)"))
+    }
+}
+
+/// An item event whose name was renamed away in the store before the watcher read it
+/// (`MovedBeforeRead`): the rename's IN_MOVED_TO names the item again.
+@Suite("Item events of names renamed in the store before the watcher read them")
+struct MovedBeforeReadTests {
+    typealias Fixture = StoreWatcherCatchUpTests.Fixture
+
+    @Test func anEditThenAnOutsideRenameIsTheItemsChange() throws {
+        let f = try Fixture()
+        StoreWatcherCatchUpTests.overwrite(f.documentsPath + "/f", "edited in the store")
+        #expect(rename(f.documentsPath + "/f", f.documentsPath + "/g") == 0)   // before the watcher read the edit
+        f.watcher.readQueue()
+        #expect(f.observer.flush().contains("item \(f.file.inode)"))   // lost before: "f" led nowhere
+    }
+
+    @Test func anEditThenAnUnlinkTellsNothingLater() throws {
+        let f = try Fixture()
+        StoreWatcherCatchUpTests.overwrite(f.documentsPath + "/f", "edited in the store")
+        #expect(unlink(f.documentsPath + "/f") == 0)
+        f.watcher.readQueue()
+        _ = f.observer.flush()
+        _ = FileManager.default.createFile(atPath: f.documentsPath + "/h", contents: Data("h".utf8))
+        #expect(rename(f.documentsPath + "/h", f.documentsPath + "/g") == 0)
+        f.watcher.readQueue()
+        #expect(!f.observer.flush().contains("item \(f.file.inode)"))
+    }
+
+    @Test func theStateIsBounded() {
+        var m = MovedBeforeRead()
+        for i in 0..<(MovedBeforeRead.limit + 1) { m.lost(2, 7, FilePath.Component("n\(i)")!) }
+        m.movedAway(7, "n0", cookie: 1)              // dropped with the rest at the limit
+        #expect(m.arrived(cookie: 1) == nil)
+        m.lost(8, 7, "a")
+        m.replaced(7, "a")
+        m.movedAway(7, "a", cookie: 2)
+        #expect(m.arrived(cookie: 2) == nil)
+        m.lost(8, 7, "b")
+        m.movedAway(7, "b", cookie: 3)
+        #expect(m.arrived(cookie: 3) == 8)
+        #expect(m.arrived(cookie: 3) == nil)
     }
 }

@@ -421,6 +421,8 @@ public final class StoreWatcher: @unchecked Sendable {
 
     /// MOVED_FROM halves waiting for their MOVED_TO (same cookie), by cookie.
     private var movedFrom: [UInt32: FilePath] = [:]
+    /// Item events whose name was renamed away in the store before they were read.
+    private var movedBeforeRead = MovedBeforeRead()
     /// A name was removed or replaced in the store: the link counts of hard-linked files
     /// the kernel holds are checked once the gulp of events is handled (`LinkCounts`).
     private var linkCountsDue = false
@@ -449,6 +451,8 @@ public final class StoreWatcher: @unchecked Sendable {
             if mask & UInt32(IN_ISDIR) != 0 && mask & UInt32(IN_CREATE | IN_MOVED_TO) != 0 {
                 if inline { watchNewDirectory(dir, name) } else { newDirectories.append((wd, name)); leaveWork() }
             }
+            if mask & UInt32(IN_MOVED_FROM) != 0 { movedBeforeRead.movedAway(dir.inode, name, cookie: cookie) }
+            else if mask & UInt32(IN_CREATE | IN_DELETE) != 0 { movedBeforeRead.replaced(dir.inode, name) }
             if !volume.ownChanges.isOwnEntry(dir.inode, name, queuedAt: queuedAt) {
                 outside = true
                 if mask & UInt32(IN_DELETE | IN_MOVED_FROM | IN_MOVED_TO) != 0 {
@@ -472,40 +476,59 @@ public final class StoreWatcher: @unchecked Sendable {
                 }
             }
         }
-        if mask & UInt32(IN_CLOSE_WRITE | IN_ATTRIB) != 0 {
-            guard let (st, departed) = stateAtEvent(dir, name, mask: mask, queuedAt: queuedAt) else { return outside }
-            // The name now leads to an item the daemon made after the event was queued.
-            if volume.ownChanges.madeAfter(st, queuedAt: queuedAt) { return outside }
-            let inode = UInt64(st.st_ino)
-            if !volume.ownChanges.isOwnItemState(st, queuedAt: queuedAt, closing: mask & UInt32(IN_CLOSE_WRITE) != 0) {
-                outside = true
-                volume.outsideItemChanges.note(inode)  // before the table is asked: see there
-                volume.forgetCachedAttributes(inode)
-                let held = volume.kernelCachesWrites && st.st_mode & S_IFMT == S_IFREG ? volume.items.item(inode) : nil
-                if let held { markChangedOutside(held) }
-                tellItemChanged(inode, inline: inline, noted: true)
-                if held != nil {
-                    if let departed, let (parent, name) = departed.placement { dropOldInode(parent: parent, name: name) }
-                    else { dropOldInode(parent: directoryNode, name: name) }
-                }
-                // While the daemon itself is changing the item, the state may have moved by
-                // its hand (a write through another descriptor, a setattr not yet recorded):
-                // the kernel's caches are dropped all the same (never stale), but presenters
-                // hear of an uncoordinated change only when the daemon is not in the middle
-                // of one of its own.
-                if let listener, listener.wantsStoreChanges, !volume.ownChanges.isChanging(inode),
-                   let path = relativePath(dir, name) {
-                    listener.storeChanged(.changed(path))
-                }
-            }
+        let itemMask = mask & UInt32(IN_CLOSE_WRITE | IN_ATTRIB)
+        if itemMask != 0, itemChanged(dir, name, mask: itemMask, queuedAt: queuedAt, directoryNode: directoryNode, inline: inline) {
+            outside = true
+        }
+        // The name's item changed before it was renamed here, and the watcher found the old
+        // name gone when it read that change (`MovedBeforeRead`).
+        if mask & UInt32(IN_MOVED_TO) != 0, let lost = movedBeforeRead.arrived(cookie: cookie),
+           itemChanged(dir, name, mask: lost, queuedAt: queuedAt, directoryNode: directoryNode, inline: inline) {
+            outside = true
         }
         return outside
+    }
+
+    /// An item event (`mask`: IN_CLOSE_WRITE, IN_ATTRIB) of `name`; true when it was a
+    /// change made outside the mount.
+    private func itemChanged(_ dir: Watched, _ name: FilePath.Component, mask: UInt32, queuedAt: UInt64,
+                             directoryNode: UInt64, inline: Bool) -> Bool {
+        var gone = false
+        guard let (st, departed) = stateAtEvent(dir, name, mask: mask, queuedAt: queuedAt, gone: &gone) else {
+            if gone { movedBeforeRead.lost(mask, dir.inode, name) }
+            return false
+        }
+        // The name now leads to an item the daemon made after the event was queued.
+        if volume.ownChanges.madeAfter(st, queuedAt: queuedAt) { return false }
+        let inode = UInt64(st.st_ino)
+        if volume.ownChanges.isOwnItemState(st, queuedAt: queuedAt, closing: mask & UInt32(IN_CLOSE_WRITE) != 0) { return false }
+        volume.outsideItemChanges.note(inode)  // before the table is asked: see there
+        volume.forgetCachedAttributes(inode)
+        let held = volume.kernelCachesWrites && st.st_mode & S_IFMT == S_IFREG ? volume.items.item(inode) : nil
+        if let held { markChangedOutside(held) }
+        tellItemChanged(inode, inline: inline, noted: true)
+        if held != nil {
+            if let departed, let (parent, name) = departed.placement { dropOldInode(parent: parent, name: name) }
+            else { dropOldInode(parent: directoryNode, name: name) }
+        }
+        // While the daemon itself is changing the item, the state may have moved by
+        // its hand (a write through another descriptor, a setattr not yet recorded):
+        // the kernel's caches are dropped all the same (never stale), but presenters
+        // hear of an uncoordinated change only when the daemon is not in the middle
+        // of one of its own.
+        if let listener, listener.wantsStoreChanges, !volume.ownChanges.isChanging(inode),
+           let path = relativePath(dir, name) {
+            listener.storeChanged(.changed(path))
+        }
+        return true
     }
 
     /// The state an item event (IN_CLOSE_WRITE, IN_ATTRIB) is about, read by the event's
     /// name, or by the item's descriptor when the daemon renamed the name away since
     /// (`departed`: that item; `OwnChanges.nameAtEvent`); nil when there is none to read.
-    private func stateAtEvent(_ dir: Watched, _ name: FilePath.Component, mask: UInt32, queuedAt: UInt64) -> (stat, departed: Item?)? {
+    /// `gone`: set when the name leads nowhere and the daemon did not move it away.
+    private func stateAtEvent(_ dir: Watched, _ name: FilePath.Component, mask: UInt32, queuedAt: UInt64,
+                              gone: inout Bool) -> (stat, departed: Item?)? {
         func byDescriptor(_ inode: UInt64?) -> (stat, departed: Item?)? {
             guard let inode, let item = volume.items.item(inode), let st = try? Syscall.fstat(item.fd) else { return nil }
             return (st, item)
@@ -523,7 +546,9 @@ public final class StoreWatcher: @unchecked Sendable {
             switch volume.ownChanges.nameAtEvent(dir.inode, name, queuedAt: queuedAt) {
             case .departed(let inode): return byDescriptor(inode)
             case .departedIfGone(let inode): return byDescriptor(inode)
-            case .current: return nil
+            case .current:
+                gone = true
+                return nil
             }
         }
     }
@@ -610,7 +635,10 @@ public final class StoreWatcher: @unchecked Sendable {
         let incomplete = !complete.load(ordering: .acquiring)
         logger.warning(afterOverflow ? "inotify queue overflowed; rescanning the store" : "trying to watch every directory of the store again")
         let giveUpsBefore = giveUps
-        if afterOverflow { volume.ownChanges.reset() }
+        if afterOverflow {
+            volume.ownChanges.reset()
+            movedBeforeRead.reset()
+        }
         refreshBudget()
         watchStore()
         let watchesAll = giveUps == giveUpsBefore
