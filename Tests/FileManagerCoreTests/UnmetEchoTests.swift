@@ -1,6 +1,7 @@
 @testable import FileManagerCore
 import Foundation
 import Glibc
+import Synchronization
 import SystemPackage
 import Testing
 
@@ -67,6 +68,29 @@ struct UnmetEchoTests {
         close(writer)
         f.watcher.readQueue()
         #expect(f.observer.flush().contains("item \(f.file.inode)"))
+    }
+
+    /// `rmdir d` in the store, then through the mount at once: the outside IN_DELETE was read
+    /// while the daemon's own rmdir was in flight and taken for its echo; that rmdir failed
+    /// (ENOENT) and queued nothing, and the kernel kept `d` for good (a coherence fuzzer).
+    @Test func anOutsideChangeTakenForAFailedChangesEchoIsTold() {
+        let own = OwnChanges()
+        own.enabled.store(true, ordering: .relaxed)
+        let told = Mutex<[String]>([])
+        own.mistakenEcho.withLock { $0 = { _, name in told.withLock { $0.append("\(name)") } } }
+        let failed = "d".withCString { d in
+            Result { () throws(Errno) in
+                try own.expectingEntry(7, d, removing: true) { () throws(Errno) in
+                    #expect(own.isOwnEntry(7, "d", queuedAt: 5))   // the outside IN_DELETE, read meanwhile
+                    throw Errno.noSuchFileOrDirectory
+                }
+            }
+        }
+        #expect(throws: Errno.noSuchFileOrDirectory) { try failed.get() }
+        #expect(told.withLock { $0 } == ["d"])
+        // A failed change whose expectation nothing took tells nothing.
+        _ = "e".withCString { e in Result { () throws(Errno) in try own.expectingEntry(7, e) { () throws(Errno) in throw Errno.fileExists } } }
+        #expect(told.withLock { $0 } == ["d"])
     }
 
     /// The bound itself: an echo queued before the change returned is the daemon's; an

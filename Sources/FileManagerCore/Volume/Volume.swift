@@ -48,6 +48,9 @@ public final class Volume: Sendable {
         self.logger = logger
         root = Item(inode: Volume.rootInode, fd: -1, type: S_IFDIR, zone: .root, parent: nil, name: nil, epoch: 0)
         items.insertPermanent(root)
+        // An outside removal of a name the daemon was failing to remove (`rmdir` racing
+        // `rmdir`) was taken for the echo and the kernel kept the name: it is told now.
+        ownChanges.mistakenEcho.withLock { $0 = { [weak self] parent, name in self?.announceEntryChange(parent: parent, name: name) } }
     }
 
     /// Registers an observer of changes the volume makes (kernel invalidation, presenters).

@@ -413,15 +413,26 @@ public final class OwnChanges: Sendable {
         busy.withLock { $0[inode] != nil }
     }
 
-    func withdrawEntry(_ directory: UInt64, _ name: UnsafePointer<CChar>) {
-        guard enabled.load(ordering: .relaxed), let component = FilePath.Component(platformString: name) else { return }
-        entries.withLock { table in
+    /// A change expected by `expectEntry` failed: it queues no echo. Returns the name if an
+    /// event of it may have been taken for that echo while the change was in flight (the
+    /// expectation was spent, or fewer echoes are expected than changes are in flight): an
+    /// outside change, made just then, that nobody was told of.
+    @discardableResult
+    func withdrawEntry(_ directory: UInt64, _ name: UnsafePointer<CChar>) -> FilePath.Component? {
+        guard enabled.load(ordering: .relaxed), let component = FilePath.Component(platformString: name) else { return nil }
+        return entries.withLock { table in
             let key = EntryKey(directory: directory, name: component)
-            guard var e = table[key] else { return }
+            guard var e = table[key] else { return component }
+            let taken = e.count < e.inFlight
             e.inFlight = max(e.inFlight - 1, 0)
             table[key] = Self.takingOne(e)
+            return taken ? component : nil
         }
     }
+
+    /// Told of each name an outside change may have been taken for a failed change's echo
+    /// (`withdrawEntry`); set by the volume, which tells the kernel.
+    let mistakenEcho = Mutex<(@Sendable (_ directory: UInt64, _ name: FilePath.Component) -> Void)?>(nil)
 
     /// `e` with one expected echo taken; nil when none is left.
     private static func takingOne(_ e: EntryExpectation) -> EntryExpectation? {
@@ -442,7 +453,7 @@ public final class OwnChanges: Sendable {
             entryChanged(directory, name)
             return result
         } catch {
-            withdrawEntry(directory, name)
+            if let mistaken = withdrawEntry(directory, name), let tell = mistakenEcho.withLock({ $0 }) { tell(directory, mistaken) }
             throw error
         }
     }
