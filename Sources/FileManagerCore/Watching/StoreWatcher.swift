@@ -351,7 +351,17 @@ public final class StoreWatcher: @unchecked Sendable {
         movedFrom.removeAll()
         if linkCountsDue {
             linkCountsDue = false
-            for inode in volume.items.linkCounts.changed(in: volume.items) { tellItemChanged(inode, inline: inline) }
+            for inode in volume.items.linkCounts.changed(in: volume.items) {
+                // Under writeback the removed name may have taken the only news of an edit
+                // with it (its close read after the unlink: the name led nowhere), and the
+                // kernel keeps its own size for the file's other names (DESIGN.md 22).
+                if volume.kernelCachesWrites, let item = volume.items.item(inode), item.isRegularFile {
+                    markChangedOutside(item)
+                    if let (parent, name) = item.placement { dropOldInode(parent: parent, name: name) }
+                    letGoOfOldInode(inode)
+                }
+                tellItemChanged(inode, inline: inline)
+            }
         }
         return (events, outside)
     }
@@ -510,6 +520,7 @@ public final class StoreWatcher: @unchecked Sendable {
         if held != nil {
             if let departed, let (parent, name) = departed.placement { dropOldInode(parent: parent, name: name) }
             else { dropOldInode(parent: directoryNode, name: name) }
+            letGoOfOldInode(inode)
         }
         // While the daemon itself is changing the item, the state may have moved by
         // its hand (a write through another descriptor, a setattr not yet recorded):
@@ -567,6 +578,13 @@ public final class StoreWatcher: @unchecked Sendable {
     /// nobody uses the old one (`entryLeadsToOldState`: never waited for).
     private func dropOldInode(parent: UInt64, name: FilePath.Component) {
         volume.notify { $0.entryLeadsToOldState(parent: parent, name: name) }
+    }
+
+    /// ... and every other unused entry of that inode, where the kernel can prune
+    /// (FUSE_NOTIFY_PRUNE): a hard link's other names, names the store gave the file, which
+    /// the daemon does not know the kernel holds.
+    private func letGoOfOldInode(_ inode: UInt64) {
+        volume.notify { $0.letGo([inode]) }
     }
 
     /// Under writeback: `item`'s content or times changed outside the mount, which the
