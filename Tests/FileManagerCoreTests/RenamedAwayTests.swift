@@ -45,6 +45,23 @@ struct RenamedAwayTests {
         #expect(!f.observer.flush().contains("item \(f.file.inode)"))
     }
 
+    /// The rename replaces a name of a file the kernel holds under another name too: an
+    /// edit made in the store under the replaced name, not yet read, is about that file,
+    /// which stays (under writeback its other name kept the old size for good: found by a
+    /// coherence fuzzer).
+    @Test func anEditOfAReplacedNameReachesTheFilesOtherName() throws {
+        let f = try Fixture()
+        #expect(link(f.documentsPath + "/f", f.documentsPath + "/h") == 0)
+        _ = FileManager.default.createFile(atPath: f.documentsPath + "/g", contents: Data("g".utf8))
+        _ = try withName("h") { try f.volume.lookup(f.documents, $0) }   // the kernel holds it under two names
+        f.watcher.readQueue()
+        _ = f.observer.flush()
+        StoreWatcherCatchUpTests.overwrite(f.documentsPath + "/h", "edited in the store")
+        try rename(f, "g", "h")                                      // through the mount, at once
+        f.watcher.readQueue()
+        #expect(f.observer.flush().contains("item \(f.file.inode)"))  // lost before: "h" led to g
+    }
+
     @Test func anEditAfterTheRenameIsAboutWhatTheNameLeadsToNow() throws {
         let f = try Fixture()
         try rename(f, "f", "g")

@@ -67,6 +67,7 @@ public final class LinkCounts: Sendable {
         return moved
     }
 
-    /// How many files are recorded: for tests.
+    /// How many files are recorded (none: no held file has other names, which a rename
+    /// onto one of its names would leave in place).
     var count: Int { size.load(ordering: .relaxed) }
 }

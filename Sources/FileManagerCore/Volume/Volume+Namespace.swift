@@ -154,12 +154,19 @@ extension Volume {
         // destination after, since until the rename it still leads where it led.
         let mark = ownChanges.departureMark()
         ownChanges.departed(parent.inode, name, inode: UInt64(st.st_ino), after: mark)
+        // What the destination led to, for its events still unread, if it may be a file the
+        // kernel holds under another name too (`LinkCounts`), which the rename leaves in
+        // place: one `fstatat`, only while such files are held and events unhandled.
+        var displaced = replaced
+        if displaced == nil && items.linkCounts.count > 0 && ownChanges.mayBeUnhandled(before: mark) {
+            displaced = try? Syscall.fstatat(newParent.fd, newName)
+        }
         try ownChanges.expectingEntry(parent.inode, name, removing: true) { () throws(Errno) in
             try ownChanges.expectingEntry(newParent.inode, newName, removing: true) { () throws(Errno) in
                 try Syscall.renameat2(parent.fd, name, newParent.fd, newName, flags)
             }
         }
-        ownChanges.departed(newParent.inode, newName, inode: replaced.map { UInt64($0.st_ino) }, after: mark)
+        ownChanges.departed(newParent.inode, newName, inode: displaced.map { UInt64($0.st_ino) }, after: mark)
 
         if let moved = items.item(UInt64(st.st_ino)) {
             relocate(moved, to: newParent, name: newName)

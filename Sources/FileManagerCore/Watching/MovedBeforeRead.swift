@@ -39,8 +39,8 @@ struct MovedBeforeRead {
         byCookie.isEmpty ? nil : byCookie.removeValue(forKey: cookie)
     }
 
-    /// The name was removed or made anew (IN_DELETE, IN_CREATE): nothing lost under it can
-    /// be found any more.
+    /// The name was removed, made anew or moved onto (IN_DELETE, IN_CREATE, IN_MOVED_TO):
+    /// nothing lost under it can be found any more.
     mutating func replaced(_ directory: UInt64, _ name: FilePath.Component) {
         if !byName.isEmpty { byName[Key(directory: directory, name: name)] = nil }
     }

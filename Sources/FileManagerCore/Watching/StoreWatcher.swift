@@ -462,7 +462,7 @@ public final class StoreWatcher: @unchecked Sendable {
                 if inline { watchNewDirectory(dir, name) } else { newDirectories.append((wd, name)); leaveWork() }
             }
             if mask & UInt32(IN_MOVED_FROM) != 0 { movedBeforeRead.movedAway(dir.inode, name, cookie: cookie) }
-            else if mask & UInt32(IN_CREATE | IN_DELETE) != 0 { movedBeforeRead.replaced(dir.inode, name) }
+            else { movedBeforeRead.replaced(dir.inode, name) }  // made, removed or moved onto
             if !volume.ownChanges.isOwnEntry(dir.inode, name, queuedAt: queuedAt) {
                 outside = true
                 if mask & UInt32(IN_DELETE | IN_MOVED_FROM | IN_MOVED_TO) != 0 {
