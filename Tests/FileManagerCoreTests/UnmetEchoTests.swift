@@ -102,9 +102,12 @@ struct UnmetEchoTests {
         "h".withCString { own.expectEntry(7, $0) }
         #expect(own.isOwnEntry(7, name, queuedAt: 1 << 40))   // in flight: any position
         "h".withCString { own.expectEntry(7, $0) }
-        "h".withCString { own.entryChanged(7, $0) }           // returned at position 0 (no queue)
+        "h".withCString { own.entryChanged(7, $0, bounded: true) }  // returned at position 0 (no queue)
         #expect(!own.isOwnEntry(7, name, queuedAt: 0))
         #expect(!own.isOwnEntry(7, name, queuedAt: 0))          // dropped, not kept for later
         #expect(!own.expectsEntries)
+        "h".withCString { own.expectEntry(7, $0) }
+        "h".withCString { own.entryChanged(7, $0, bounded: false) }  // an echo that is certain: time bounds it
+        #expect(own.isOwnEntry(7, name, queuedAt: 1 << 40))
     }
 }

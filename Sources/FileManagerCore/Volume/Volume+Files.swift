@@ -51,17 +51,12 @@ public final class OpenFile: @unchecked Sendable {
 
     deinit {
         item.openHandles.subtract(1, ordering: .relaxed)
-        let unseen = writesUnseen.load(ordering: .relaxed)
         if let ownChanges {  // the close echoes as IN_CLOSE_WRITE
-            if unseen { ownChanges.recordItem(item.inode, descriptor: fd, after: 0) }
+            if writesUnseen.load(ordering: .relaxed) { ownChanges.recordItem(item.inode, descriptor: fd, after: 0) }
             else { ownChanges.closingItem(item.inode, descriptor: fd) }
         }
         Syscall.close(fd)
-        if let ownChanges {
-            // Under passthrough the kernel's own file of the item closes when it likes.
-            if !unseen { ownChanges.closed(item.inode, others: ownChanges.isChangingTwice(item.inode)) }
-            ownChanges.changing(item.inode, false)
-        }
+        ownChanges?.changing(item.inode, false)
     }
 
     /// Before a write through this handle: what `wrote` needs to know of the state the

@@ -161,8 +161,10 @@ extension Volume {
         if displaced == nil && items.linkCounts.count > 0 && ownChanges.mayBeUnhandled(before: mark) {
             displaced = try? Syscall.fstatat(newParent.fd, newName)
         }
-        try ownChanges.expectingEntry(parent.inode, name, removing: true) { () throws(Errno) in
-            try ownChanges.expectingEntry(newParent.inode, newName, removing: true) { () throws(Errno) in
+        // Between two names of one file (hard links), a rename does nothing and queues nothing.
+        let noEchoPossible = st.st_nlink > 1
+        try ownChanges.expectingEntry(parent.inode, name, removing: true, echoUncertain: noEchoPossible) { () throws(Errno) in
+            try ownChanges.expectingEntry(newParent.inode, newName, removing: true, echoUncertain: noEchoPossible) { () throws(Errno) in
                 try Syscall.renameat2(parent.fd, name, newParent.fd, newName, flags)
             }
         }

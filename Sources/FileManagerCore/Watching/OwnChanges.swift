@@ -8,10 +8,10 @@ import SystemPackage
 ///
 /// Entries (names appearing, vanishing, moving) are expected *before* the system call (else
 /// the echo could be read first), counted per name, and each met by one echo; a failed call
-/// withdraws its expectation. inotify queues an entry's echo inside the call, so once the
-/// call returned the expectation is bounded by the queue position then (`until`): an event
-/// queued later is someone else's, even if the echo never came (a rename of a name onto
-/// itself, or onto another name of the same file, changes nothing and queues nothing).
+/// withdraws its expectation. A change that may succeed without an echo (a rename between
+/// two names of one file changes nothing and queues nothing) is bounded by the queue
+/// position once its call returned (`until`; inotify queues an echo inside the call): an
+/// event queued later is someone else's.
 ///
 /// Items (IN_CLOSE_WRITE, IN_ATTRIB) are recognised by *state*, not by counting echoes:
 /// right after changing an item the daemon records its ctime, and an event is the daemon's
@@ -57,7 +57,8 @@ public final class OwnChanges: Sendable {
         /// Changes still in their system call: their echoes may be queued at any position.
         var inFlight = 0
         /// The queue position when the last finished change returned; its echo, and those of
-        /// the changes before it, were queued before it.
+        /// the changes before it, were queued before it (`.max`: not taken, the echo is
+        /// certain and time alone bounds it).
         var until: UInt64 = 0
         var deadline: UInt64 = 0
 
@@ -82,9 +83,11 @@ public final class OwnChanges: Sendable {
         var deadline: UInt64
         var attributesAfter: UInt64
         var closeAfter: UInt64
-        /// The position once the daemon's last handle of the item closed (`.max` while one
-        /// may still close): its IN_CLOSE_WRITE was queued before it, and a later close is
-        /// an outside writer's (`closed`).
+        /// Set by a handle's close (`closingItem`): the first IN_CLOSE_WRITE that matches is
+        /// that close's echo, and closes queued after it are a writer's outside the mount
+        /// (`closeUntil`).
+        var closeOnce = false
+        /// With `closeOnce`, just past the echo that met the record (`.max` until one did).
         var closeUntil: UInt64 = .max
         /// For the change that set `attributesAfter` (a setattr, an xattr change): a queue
         /// position its IN_ATTRIB was queued before (0: none known). Until the watcher has
@@ -138,10 +141,13 @@ public final class OwnChanges: Sendable {
         }
     }
 
-    /// The change expected by `expectEntry` returned: its echo is queued by now.
-    func entryChanged(_ directory: UInt64, _ name: UnsafePointer<CChar>) {
+    /// The change expected by `expectEntry` returned: its echo is queued by now. `bounded`:
+    /// the change may have queued none, and later events are bounded by the queue position
+    /// now (one `ioctl`, 0.3–0.5 µs with the queue a storm leaves, which every create and
+    /// unlink would otherwise pay for nothing).
+    func entryChanged(_ directory: UInt64, _ name: UnsafePointer<CChar>, bounded: Bool) {
         guard enabled.load(ordering: .relaxed), let component = FilePath.Component(platformString: name) else { return }
-        let position = queuePosition()  // may overshoot by a buffer while a read is under way: only lenient
+        let position = bounded ? queuePosition() : .max  // may overshoot by a buffer while a read is under way: only lenient
         entries.withLock { table in
             let key = EntryKey(directory: directory, name: component)
             guard var e = table[key] else { return }
@@ -247,29 +253,10 @@ public final class OwnChanges: Sendable {
             guard var e = table[inode], e.describes(st) else { return }
             e.deadline = deadline
             e.closeAfter = min(e.closeAfter, mark)
+            e.closeOnce = true
+            e.closeUntil = .max
             table[inode] = e
         }
-    }
-
-    /// The daemon's handle of the item that `closingItem` saw closing is closed: its
-    /// IN_CLOSE_WRITE is queued by now (the daemon holds no other reference to the open
-    /// file), and one queued after this position is a writer's outside the mount, which
-    /// may have written before the daemon opened the item (the state recorded then includes
-    /// that write). Unless another of the daemon's handles of the item is open for writing
-    /// (`others`), whose close is still to come.
-    func closed(_ inode: UInt64, others: Bool) {
-        guard enabled.load(ordering: .relaxed), !others else { return }
-        let position = queuePosition()  // may overshoot by a buffer while a read is under way: only lenient
-        items.withLock { table in
-            guard var e = table[inode], e.closeAfter != .max else { return }
-            e.closeUntil = position
-            table[inode] = e
-        }
-    }
-
-    /// Whether more than one change of the item is in flight (`changing`).
-    func isChangingTwice(_ inode: UInt64) -> Bool {
-        busy.withLock { ($0[inode] ?? 0) > 1 }
     }
 
     /// A descriptor of the daemon's that wrote nothing is closing (`fd`, before its
@@ -445,12 +432,13 @@ public final class OwnChanges: Sendable {
 
     /// Runs a change of the entry `name` of `directory`, expecting its echo; a failed change
     /// makes no echo, so its expectation is withdrawn (it would hide the next outside change).
+    /// `echoUncertain`: the change may succeed and queue no echo (`entryChanged`).
     func expectingEntry<R, E: Error>(_ directory: UInt64, _ name: UnsafePointer<CChar>, removing: Bool = false,
-                                     _ body: () throws(E) -> R) throws(E) -> R {
+                                     echoUncertain: Bool = false, _ body: () throws(E) -> R) throws(E) -> R {
         expectEntry(directory, name, removing: removing)
         do {
             let result = try body()
-            entryChanged(directory, name)
+            entryChanged(directory, name, bounded: echoUncertain)
             return result
         } catch {
             if let mistaken = withdrawEntry(directory, name), let tell = mistakenEcho.withLock({ $0 }) { tell(directory, mistaken) }
@@ -513,7 +501,15 @@ public final class OwnChanges: Sendable {
             guard let e = table[UInt64(st.st_ino)] else { return false }
             if e.describes(st) && e.deadline >= now {
                 // An echo queued before the mark is someone else's.
-                return closing ? position >= e.closeAfter && position < e.closeUntil : position >= e.attributesAfter
+                guard closing else { return position >= e.attributesAfter }
+                guard position >= e.closeAfter && position < e.closeUntil else { return false }
+                // A handle's close echoes once: a later close in this state is a writer's
+                // outside the mount, which may have written before the daemon opened the
+                // file (so that the state recorded then held its write). Two of the daemon's
+                // handles closing in one state: the second echo counts as outside (one
+                // needless invalidation).
+                if e.closeOnce && e.closeUntil == .max { table[UInt64(st.st_ino)]?.closeUntil = position + 1 }
+                return true
             }
             table[UInt64(st.st_ino)] = nil  // moved on: someone else changed it since
             return false
