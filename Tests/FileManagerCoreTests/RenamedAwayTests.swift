@@ -11,14 +11,10 @@ import Testing
 struct RenamedAwayTests {
     typealias Fixture = StoreWatcherCatchUpTests.Fixture
 
-    func rename(_ f: Fixture, _ from: String, _ to: String) throws {
-        try withName(from) { a in try withName(to) { b in try f.volume.rename(f.documents, a, f.documents, b, flags: 0) } }
-    }
-
     @Test func anEditBeforeTheRenameIsTheMovedItems() throws {
         let f = try Fixture()
         StoreWatcherCatchUpTests.overwrite(f.documentsPath + "/f", "edited in the store")   // queued, not read yet
-        try rename(f, "f", "g")                                      // through the mount, at once
+        try f.rename("f", "g")                                      // through the mount, at once
         f.watcher.readQueue()
         #expect(f.observer.flush().contains("item \(f.file.inode)")) // lost before: "f" was gone
     }
@@ -40,7 +36,7 @@ struct RenamedAwayTests {
         f.watcher.readQueue()
         _ = f.observer.flush()
         StoreWatcherCatchUpTests.overwrite(f.documentsPath + "/g", "edited in the store")   // about the file the rename replaces
-        try rename(f, "f", "g")
+        try f.rename("f", "g")
         f.watcher.readQueue()
         #expect(!f.observer.flush().contains("item \(f.file.inode)"))
     }
@@ -57,14 +53,14 @@ struct RenamedAwayTests {
         f.watcher.readQueue()
         _ = f.observer.flush()
         StoreWatcherCatchUpTests.overwrite(f.documentsPath + "/h", "edited in the store")
-        try rename(f, "g", "h")                                      // through the mount, at once
+        try f.rename("g", "h")                                      // through the mount, at once
         f.watcher.readQueue()
         #expect(f.observer.flush().contains("item \(f.file.inode)"))  // lost before: "h" led to g
     }
 
     @Test func anEditAfterTheRenameIsAboutWhatTheNameLeadsToNow() throws {
         let f = try Fixture()
-        try rename(f, "f", "g")
+        try f.rename("f", "g")
         f.watcher.readQueue()
         _ = f.observer.flush()
         _ = FileManager.default.createFile(atPath: f.documentsPath + "/f", contents: Data("a new f".utf8))

@@ -75,6 +75,11 @@ struct StoreWatcherCatchUpTests {
             watcher = try StoreWatcher(volume: volume)
             volume.addObserver(observer)
         }
+
+        /// Renames `from` to `to` in Documents as the kernel's RENAME does.
+        func rename(_ from: String, _ to: String) throws {
+            try withName(from) { a in try withName(to) { b in try volume.rename(documents, a, documents, b, flags: 0) } }
+        }
     }
 
     @Test func anEditNotYetReadIsQueuedAndTheOpenWaitsForIt() throws {

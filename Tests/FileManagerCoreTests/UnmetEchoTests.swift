@@ -14,13 +14,9 @@ import Testing
 struct UnmetEchoTests {
     typealias Fixture = StoreWatcherCatchUpTests.Fixture
 
-    func rename(_ f: Fixture, _ from: String, _ to: String) throws {
-        try withName(from) { a in try withName(to) { b in try f.volume.rename(f.documents, a, f.documents, b, flags: 0) } }
-    }
-
     @Test func aRenameOfANameOntoItselfTellsTheKernelToLookAgain() throws {
         let f = try Fixture()
-        try rename(f, "f", "f")
+        try f.rename("f", "f")
         // The kernel moved its stale entry over the fresh one: it must look the name up.
         #expect(f.observer.flush() == ["entry f"])
         #expect(FileManager.default.fileExists(atPath: f.documentsPath + "/f"))
@@ -28,7 +24,7 @@ struct UnmetEchoTests {
 
     @Test func anOutsideUnlinkRightAfterARenameOntoItselfIsTold() throws {
         let f = try Fixture()
-        try rename(f, "f", "f")
+        try f.rename("f", "f")
         f.watcher.readQueue()
         _ = f.observer.flush()
         #expect(unlink(f.documentsPath + "/f") == 0)   // in the store, within the second
@@ -41,7 +37,7 @@ struct UnmetEchoTests {
         #expect(link(f.documentsPath + "/f", f.documentsPath + "/g") == 0)
         f.watcher.readQueue()
         _ = f.observer.flush()
-        try rename(f, "f", "g")                          // POSIX: does nothing
+        try f.rename("f", "g")                          // POSIX: does nothing
         #expect(FileManager.default.fileExists(atPath: f.documentsPath + "/f"))
         f.watcher.readQueue()
         _ = f.observer.flush()
