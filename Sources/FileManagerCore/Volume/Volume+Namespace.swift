@@ -179,6 +179,13 @@ extension Volume {
             if kernelMayHoldOldState(moved), let component = FilePath.Component(platformString: newName) {
                 notify { $0.entryLeadsToOldState(parent: newParent.inode, name: component) }
             }
+        } else if let component = FilePath.Component(platformString: newName) {
+            // The kernel holds no item for what the name led to: its entry of the name was
+            // stale (replaced in the store, as an editor saves, before the watcher's news
+            // reached it), and it moves that entry, with the old item, to the new name,
+            // which must be looked up again (a coherence fuzzer: the old content stayed
+            // there for good).
+            announceEntryChange(parent: newParent.inode, name: component)
         }
         if exchange, let replaced, let other = items.item(UInt64(replaced.st_ino)) { relocate(other, to: parent, name: name) }
     }
