@@ -45,8 +45,6 @@ struct MovedBeforeRead {
         if !byName.isEmpty { byName[Key(directory: directory, name: name)] = nil }
     }
 
-    var isEmpty: Bool { byName.isEmpty && byCookie.isEmpty }
-
     mutating func reset() {
         byName.removeAll()
         byCookie.removeAll()

@@ -357,8 +357,7 @@ public final class StoreWatcher: @unchecked Sendable {
                 // kernel keeps its own size for the file's other names (DESIGN.md 22).
                 if volume.kernelCachesWrites, let item = volume.items.item(inode), item.isRegularFile {
                     markChangedOutside(item)
-                    if let (parent, name) = item.placement { dropOldInode(parent: parent, name: name) }
-                    letGoOfOldInode(inode)
+                    letGoOfOldInode(inode, knownAs: item.placement)
                 }
                 tellItemChanged(inode, inline: inline)
             }
@@ -517,11 +516,7 @@ public final class StoreWatcher: @unchecked Sendable {
         let held = volume.kernelCachesWrites && st.st_mode & S_IFMT == S_IFREG ? volume.items.item(inode) : nil
         if let held { markChangedOutside(held) }
         tellItemChanged(inode, inline: inline, noted: true)
-        if held != nil {
-            if let departed, let (parent, name) = departed.placement { dropOldInode(parent: parent, name: name) }
-            else { dropOldInode(parent: directoryNode, name: name) }
-            letGoOfOldInode(inode)
-        }
+        if held != nil { letGoOfOldInode(inode, knownAs: departed?.placement ?? (parent: directoryNode, name: name)) }
         // While the daemon itself is changing the item, the state may have moved by
         // its hand (a write through another descriptor, a setattr not yet recorded):
         // the kernel's caches are dropped all the same (never stale), but presenters
@@ -580,10 +575,11 @@ public final class StoreWatcher: @unchecked Sendable {
         volume.notify { $0.entryLeadsToOldState(parent: parent, name: name) }
     }
 
-    /// ... and every other unused entry of that inode, where the kernel can prune
-    /// (FUSE_NOTIFY_PRUNE): a hard link's other names, names the store gave the file, which
-    /// the daemon does not know the kernel holds.
-    private func letGoOfOldInode(_ inode: UInt64) {
+    /// `dropOldInode` of the name the file is known as, and every other unused entry of its
+    /// inode, where the kernel can prune (FUSE_NOTIFY_PRUNE): a hard link's other names,
+    /// names the store gave the file, which the daemon does not know the kernel holds.
+    private func letGoOfOldInode(_ inode: UInt64, knownAs entry: (parent: UInt64, name: FilePath.Component)?) {
+        if let (parent, name) = entry { dropOldInode(parent: parent, name: name) }
         volume.notify { $0.letGo([inode]) }
     }
 
