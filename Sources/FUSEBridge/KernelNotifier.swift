@@ -136,6 +136,26 @@ public final class KernelNotifier: VolumeObserver, @unchecked Sendable {
         lanes.add(.prune) { [self] in prune(inodes) }
     }
 
+    /// A prune leaves an entry in use at that moment (a `stat` under way), and with it the
+    /// stale inode: it is sent again after 1, 2, 4 … 128 ms while the daemon still holds
+    /// the item in that state (one held open stays so until its last close, which
+    /// `Volume.handleReleased` covers). `writeback-outside-edits-hard-links`, which polls
+    /// with `stat`, kept the old size in 1 of 40 rounds of one CI run without it.
+    public func letGoOfOldState(_ inode: UInt64) {
+        guard canLetGo else { return }
+        lanes.add(.prune) { [self] in pruneOldState(inode, tries: 0) }
+    }
+
+    private func pruneOldState(_ inode: UInt64, tries: Int) {
+        guard let item = volume.item(inode), volume.kernelMayHoldOldState(item) else { return }
+        prune([inode])
+        guard tries < 8 else { return }
+        DispatchQueue.global().asyncAfter(deadline: .now() + .nanoseconds(Self.firstRetryNanoseconds << tries)) { [self] in
+            guard running.load(ordering: .acquiring) else { return }
+            lanes.add(.prune) { [self] in pruneOldState(inode, tries: tries + 1) }
+        }
+    }
+
     private func prune(_ inodes: [UInt64]) {
         guard !sessionEnded else { return }
         let rc = inodes.withUnsafeBufferPointer { ids in

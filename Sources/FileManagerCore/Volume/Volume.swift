@@ -364,6 +364,11 @@ public protocol VolumeObserver: Sendable {
     var canLetGo: Bool { get }
     /// Asks the kernel to drop the unused entries of these items, and so forget the items.
     func letGo(_ inodes: [UInt64])
+    /// Under writeback: asks the kernel to let go of the regular file's inode, which
+    /// predates an edit made in the store (`letGo`), and again while the daemon still finds
+    /// it so (`Volume.kernelMayHoldOldState`): an entry in use at that moment (a `stat`
+    /// under way) is not dropped.
+    func letGoOfOldState(_ inode: UInt64)
 }
 
 extension VolumeObserver {
@@ -375,5 +380,6 @@ extension VolumeObserver {
     public func entryMayHaveAppeared(parent: UInt64, name: FilePath.Component) { entryChanged(parent: parent, name: name) }
     public var canLetGo: Bool { false }
     public func letGo(_ inodes: [UInt64]) {}
+    public func letGoOfOldState(_ inode: UInt64) { letGo([inode]) }
     public func entryLeadsToOldState(parent: UInt64, name: FilePath.Component) { entryChanged(parent: parent, name: name) }
 }

@@ -580,7 +580,7 @@ public final class StoreWatcher: @unchecked Sendable {
     /// names the store gave the file, which the daemon does not know the kernel holds.
     private func letGoOfOldInode(_ inode: UInt64, knownAs entry: (parent: UInt64, name: FilePath.Component)?) {
         if let (parent, name) = entry { dropOldInode(parent: parent, name: name) }
-        volume.notify { $0.letGo([inode]) }
+        volume.notify { $0.letGoOfOldState(inode) }
     }
 
     /// Under writeback: `item`'s content or times changed outside the mount, which the
