@@ -28,6 +28,9 @@ public final class ItemTable: Sendable {
     /// The link counts the kernel was told for its hard-linked files, which an outside
     /// link or unlink changes without an event of their own.
     let linkCounts = LinkCounts()
+    /// Hard-linked files watched on their own since one of their names went, whose
+    /// writers' closes no directory hears (they outlive the items: see there).
+    let fileWatches = FileWatches()
 
     init() {
         shards = (0..<Self.shardCount).map { _ in Shard() }
@@ -99,6 +102,12 @@ public final class ItemTable: Sendable {
         guard let parent = gone.parent else { return }
         if !gone.item.isVirtual, let st = try? Syscall.fstat(gone.item.fd), st.st_nlink == 0 { return }
         parent.childrenForgotten.add(1, ordering: .relaxed)
+    }
+
+    /// Watches the file on its own (`FileWatches`), ending the watches of files no longer
+    /// held if there are too many.
+    func watchFile(_ item: Item) {
+        fileWatches.watch(item) { self.item($0) != nil }
     }
 
     /// Every inode held, for a rescan.

@@ -52,16 +52,16 @@ public final class LinkCounts: Sendable {
     }
 
     /// The recorded files whose link count is no longer what was recorded (their new
-    /// count is recorded).
-    func changed(in items: ItemTable) -> [UInt64] {
-        var moved: [UInt64] = []
+    /// count is recorded), each with whether it fell: a name of the file went.
+    func changed(in items: ItemTable) -> [(inode: UInt64, fell: Bool)] {
+        var moved: [(inode: UInt64, fell: Bool)] = []
         for (inode, links) in counts.withLock({ Array($0) }) {
             guard let item = items.item(inode), let st = try? Syscall.fstat(item.fd) else {
                 set(inode, nil)
                 continue
             }
             guard UInt64(st.st_nlink) != links else { continue }
-            moved.append(inode)
+            moved.append((inode, UInt64(st.st_nlink) < links))
             set(inode, st.st_nlink > 1 ? UInt64(st.st_nlink) : nil)
         }
         return moved

@@ -92,11 +92,14 @@ extension Volume {
     public func unlink(_ parent: Item, _ name: UnsafePointer<CChar>) throws(Errno) {
         try checkRemoval(parent, name, directory: false)
         // An edit in the store whose close the watcher has not read names the file by this
-        // name, gone once it is read; that matters only if the file lives on under another
-        // name the kernel holds (`LinkCounts`; `nameAtEvent`), so only then is it looked at.
+        // name, gone once it is read, and a writer in the store that opened the file by it
+        // closes unheard; that matters only if the file lives on under another name the
+        // kernel holds (`LinkCounts`; `nameAtEvent`, `FileWatches`), so only then is it
+        // looked at.
         if items.linkCounts.count > 0 {
             let mark = ownChanges.departureMark()
-            if ownChanges.mayBeUnhandled(before: mark), let st = try? Syscall.fstatat(parent.fd, name), st.st_nlink > 1 {
+            if let st = try? Syscall.fstatat(parent.fd, name), st.st_nlink > 1 {
+                watchLosingName(st)
                 ownChanges.departed(parent.inode, name, inode: UInt64(st.st_ino), after: mark)
             }
         }
@@ -154,13 +157,15 @@ extension Volume {
         // destination after, since until the rename it still leads where it led.
         let mark = ownChanges.departureMark()
         ownChanges.departed(parent.inode, name, inode: UInt64(st.st_ino), after: mark)
-        // What the destination led to, for its events still unread, if it may be a file the
-        // kernel holds under another name too (`LinkCounts`), which the rename leaves in
-        // place: one `fstatat`, only while such files are held and events unhandled.
+        // What the destination led to, if it may be a file the kernel holds under another
+        // name too (`LinkCounts`), which the rename leaves in place: for its events still
+        // unread, and for its writers in the store that opened it by this name
+        // (`FileWatches`). One `fstatat`, only while such files are held.
         var displaced = replaced
-        if displaced == nil && items.linkCounts.count > 0 && ownChanges.mayBeUnhandled(before: mark) {
+        if displaced == nil && items.linkCounts.count > 0 {
             displaced = try? Syscall.fstatat(newParent.fd, newName)
         }
+        if !exchange, let displaced, displaced.st_nlink > 1, displaced.st_ino != st.st_ino { watchLosingName(displaced) }
         // Between two names of one file (hard links), a rename does nothing and queues nothing.
         let noEchoPossible = st.st_nlink > 1
         try ownChanges.expectingEntry(parent.inode, name, removing: true, echoUncertain: noEchoPossible) { () throws(Errno) in
@@ -188,6 +193,14 @@ extension Volume {
             announceEntryChange(parent: newParent.inode, name: component)
         }
         if exchange, let replaced, let other = items.item(UInt64(replaced.st_ino)) { relocate(other, to: parent, name: name) }
+    }
+
+    /// A name of `st`'s file is about to go through the mount: if the kernel holds the file
+    /// under another name, the file is watched itself, since a writer in the store that
+    /// opened it by this name closes unheard by any directory (`FileWatches`).
+    private func watchLosingName(_ st: stat) {
+        guard st.st_mode & S_IFMT == S_IFREG, let item = items.item(UInt64(st.st_ino)) else { return }
+        items.watchFile(item)
     }
 
     /// A name renamed onto itself. The kernel asks only when its two look-ups of the name

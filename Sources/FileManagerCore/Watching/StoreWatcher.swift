@@ -83,6 +83,7 @@ public final class StoreWatcher: @unchecked Sendable {
         refreshBudget()
         watchStore()
         cursor.descriptor.store(inotify, ordering: .releasing)
+        volume.items.fileWatches.descriptor.store(inotify, ordering: .releasing)
         volume.ownChanges.enabled.store(true, ordering: .releasing)
     }
 
@@ -351,7 +352,11 @@ public final class StoreWatcher: @unchecked Sendable {
         movedFrom.removeAll()
         if linkCountsDue {
             linkCountsDue = false
-            for inode in volume.items.linkCounts.changed(in: volume.items) {
+            for (inode, fell) in volume.items.linkCounts.changed(in: volume.items) {
+                // A writer that opened the file by the name that went closes unheard by any
+                // directory: the file is watched itself, before the kernel is told (what
+                // was written before is dropped with it).
+                if fell, let item = volume.items.item(inode) { volume.items.watchFile(item) }
                 // Under writeback the removed name may have taken the only news of an edit
                 // with it (its close read after the unlink: the name led nowhere), and the
                 // kernel keeps its own size for the file's other names (DESIGN.md 22).
@@ -445,9 +450,13 @@ public final class StoreWatcher: @unchecked Sendable {
         }
         if mask & UInt32(IN_IGNORED) != 0 {
             if let gone = watches.removeValue(forKey: wd) { Syscall.close(gone.fd); watchEnded(inline: inline) }
+            else { volume.items.fileWatches.ended(wd) }
             return false
         }
-        guard let dir = watches[wd] else { return false }
+        guard let dir = watches[wd] else {
+            guard let inode = volume.items.fileWatches.inode(of: wd) else { return false }
+            return fileWritten(inode, queuedAt: queuedAt, inline: inline)
+        }
         guard let name else {
             if mask & UInt32(IN_ATTRIB) != 0 { tellItemChanged(dir.inode, inline: inline) }
             return true
@@ -510,23 +519,52 @@ public final class StoreWatcher: @unchecked Sendable {
         // The name now leads to an item the daemon made after the event was queued.
         if volume.ownChanges.madeAfter(st, queuedAt: queuedAt) { return false }
         let inode = UInt64(st.st_ino)
+        // The file's own watch heard it first (`FileWatches`).
+        guard volume.items.fileWatches.isNews(inode, st) else { return false }
         if volume.ownChanges.isOwnItemState(st, queuedAt: queuedAt, closing: mask & UInt32(IN_CLOSE_WRITE) != 0) { return false }
+        changedOutside(st, knownAs: departed?.placement ?? (parent: directoryNode, name: name), inline: inline) {
+            relativePath(dir, name)
+        }
+        return true
+    }
+
+    /// A close heard by a file's own watch (`FileWatches`): of a writer whose name went
+    /// since it opened the file, or the twin of a directory's event (nothing new then); true
+    /// when it was a change made outside the mount.
+    private func fileWritten(_ inode: UInt64, queuedAt: UInt64, inline: Bool) -> Bool {
+        guard let item = volume.items.item(inode) else {
+            volume.items.fileWatches.end(inode)  // held again, it is watched again if a name goes
+            return false
+        }
+        guard let st = try? Syscall.fstat(item.fd), volume.items.fileWatches.isNews(inode, st),
+              !volume.ownChanges.isOwnItemState(st, queuedAt: queuedAt, closing: true) else { return false }
+        let placement = item.placement
+        changedOutside(st, knownAs: placement, inline: inline) {
+            guard let (parent, name) = placement, let dir = watches.values.first(where: { $0.inode == parent }) else { return nil }
+            return relativePath(dir, name)
+        }
+        return true
+    }
+
+    /// The item `st` describes was changed outside the mount: the kernel's caches of it go.
+    /// `entry`: the name it is known by; `path`: its mount path, for presenters.
+    private func changedOutside(_ st: stat, knownAs entry: (parent: UInt64, name: FilePath.Component)?, inline: Bool,
+                                path: () -> FilePath?) {
+        let inode = UInt64(st.st_ino)
         volume.outsideItemChanges.note(inode)  // before the table is asked: see there
         volume.forgetCachedAttributes(inode)
         let held = volume.kernelCachesWrites && st.st_mode & S_IFMT == S_IFREG ? volume.items.item(inode) : nil
         if let held { markChangedOutside(held) }
         tellItemChanged(inode, inline: inline, noted: true)
-        if held != nil { letGoOfOldInode(inode, knownAs: departed?.placement ?? (parent: directoryNode, name: name)) }
+        if held != nil { letGoOfOldInode(inode, knownAs: entry) }
         // While the daemon itself is changing the item, the state may have moved by
         // its hand (a write through another descriptor, a setattr not yet recorded):
         // the kernel's caches are dropped all the same (never stale), but presenters
         // hear of an uncoordinated change only when the daemon is not in the middle
         // of one of its own.
-        if let listener, listener.wantsStoreChanges, !volume.ownChanges.isChanging(inode),
-           let path = relativePath(dir, name) {
+        if let listener, listener.wantsStoreChanges, !volume.ownChanges.isChanging(inode), let path = path() {
             listener.storeChanged(.changed(path))
         }
-        return true
     }
 
     /// The state an item event (IN_CLOSE_WRITE, IN_ATTRIB) is about, read by the event's
