@@ -1,4 +1,5 @@
 @testable import FileManagerCore
+import CLinux
 import Foundation
 import Glibc
 import SystemPackage
@@ -81,5 +82,31 @@ struct FileWatchesTests {
         close(writer)
         f.watcher.readQueue()
         #expect(f.volume.items.fileWatches.count == 0)
+    }
+
+    /// At the limit, a new watch takes the place of one whose file the kernel no longer
+    /// holds, and of none other.
+    @Test func atTheLimitOnlyWatchesOfFilesNoLongerHeldGo() throws {
+        let f = try Fixture()
+        let watches = FileWatches(limit: 2)
+        let inotify = clinux_inotify_init()
+        defer { close(inotify) }
+        watches.descriptor.store(inotify, ordering: .relaxed)
+        var items: [Item] = [f.file]
+        for name in ["g", "h"] {
+            _ = FileManager.default.createFile(atPath: f.documentsPath + "/" + name, contents: Data(name.utf8))
+            items.append(try withName(name) { try f.volume.lookup(f.documents, $0) }.0)
+        }
+        watches.watch(items[0]) { _ in true }
+        watches.watch(items[1]) { _ in true }
+        watches.watch(items[2]) { _ in true }                      // all held: no room
+        #expect(watches.count == 2)
+        #expect(watches.isNews(items[2].inode, try Syscall.fstat(items[2].fd)))   // not watched
+        watches.watch(items[2]) { $0 != items[0].inode }           // f no longer held
+        #expect(watches.count == 2)
+        let st = try Syscall.fstat(items[2].fd)
+        #expect(watches.isNews(items[2].inode, st))                 // watched now: recorded
+        #expect(!watches.isNews(items[2].inode, st))
+        #expect(watches.isNews(items[0].inode, try Syscall.fstat(items[0].fd)))   // f's watch went
     }
 }

@@ -27,7 +27,8 @@ import SystemPackage
 /// At most `limit` files are watched; a further one is heard as before (when its
 /// attributes expire).
 final class FileWatches: Sendable {
-    static let limit = 1_024
+    /// How many files may be watched at once.
+    let limit: Int
     /// Only closes of written files: a file's own watch also hears every change of its
     /// link count (IN_ATTRIB), the daemon's included, which its directories tell already.
     static let mask = UInt32(IN_CLOSE_WRITE)
@@ -54,7 +55,7 @@ final class FileWatches: Sendable {
     /// `inodes.count`, read without the lock for every event and every final forgetting.
     private let size = Atomic<Int>(0)
 
-    init() {}
+    init(limit: Int = 1_024) { self.limit = limit }
 
     /// Watches the file `item` (a regular file), unless `limit` files are watched and none
     /// of them is one the kernel no longer holds (`isHeld`).
@@ -62,9 +63,9 @@ final class FileWatches: Sendable {
         let inotify = descriptor.load(ordering: .acquiring)
         guard inotify >= 0, item.isRegularFile else { return }
         table.withLock { t in
-            if t.watches[item.inode] == nil && t.inodes.count >= Self.limit {
+            if t.watches[item.inode] == nil && t.inodes.count >= limit {
                 for (inode, watch) in t.watches where !isHeld(inode) { end(watch.wd, of: inode, in: &t, inotify) }
-                guard t.inodes.count < Self.limit else { return }
+                guard t.inodes.count < limit else { return }
             }
             // Not a path: the file's own descriptor, whatever its names are now. A file
             // watched already gets its watch back (the number may be another file's, if the
