@@ -15,8 +15,10 @@ exactly (timing aside) and shrunk:
   coherence.py replay LOG [--writeback] [--upto N] [--repeat R]
   coherence.py shrink LOG [--writeback] [--kind KIND]   (delta-debugs LOG's operations)
 
-`--no-ptruncate` leaves out truncate(2) by path in the store and `--skip-known-nlink`
-link counts of names DESIGN.md 14 documents as left; `campaign.sh` runs seeds with both.
+`--no-ptruncate` leaves out truncate(2) by path in the store (DESIGN.md 14 documents it as
+left); `campaign.sh` runs seeds with it. `--skip-known-nlink` leaves out the link counts of
+hard-linked files, which the mount did not show changed in the store before `LinkCounts`
+(DESIGN.md 14, "Hard links"); for comparing with runs of that time.
 Root, a built binary ($CONTAINERFS, default .build/debug/containerfs) and a scratch
 directory ($FUZZ_DIR, default /var/tmp/containerfs-fuzz) are needed. Not part of the test
 suite: its races depend on timing, so a finding is replayed and made a test of its own.
