@@ -176,7 +176,17 @@ extension Volume {
         ownChanges.departed(newParent.inode, newName, inode: displaced.map { UInt64($0.st_ino) }, after: mark)
 
         if let moved = items.item(UInt64(st.st_ino)) {
+            // Known by another name: the kernel's entry of this one may lead to another
+            // item (the store renamed this one over it, and the watcher's news had not
+            // reached the kernel), which the kernel now moves to the new name (a coherence
+            // fuzzer: the old content stayed there for good). Hard links known by another
+            // name cost a look-up of the new name, which is all.
+            let (knownParent, knownName) = moved.state.withLock { ($0.parent, $0.name) }
+            let knownByThisName = knownParent === parent && knownName?.withPlatformString { strcmp($0, name) == 0 } == true
             relocate(moved, to: newParent, name: newName)
+            if !knownByThisName, let component = FilePath.Component(platformString: newName) {
+                announceEntryChange(parent: newParent.inode, name: component)
+            }
             // Under writeback, a file edited in the store that the kernel renamed with its
             // old inode (its size and times) in hand: the watcher dropped the entry of the
             // old name, which the kernel had already moved here (DESIGN.md 22). After the
