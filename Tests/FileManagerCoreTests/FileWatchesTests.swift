@@ -70,18 +70,46 @@ struct FileWatchesTests {
         #expect(f.observer.flush().isEmpty)
     }
 
-    /// The kernel no longer holds the file: its watch ends at its next event.
-    @Test func aWatchOfAFileNoLongerHeldEnds() throws {
+    /// A writer in the store wrote, the daemon opened the file and closed it (its state
+    /// then held that write), and the writer closed through a name still there: both
+    /// watches hear each close, and the writer's is an outside change all the same (one
+    /// close echoes once, `OwnChanges`).
+    @Test func aWritersCloseAfterTheDaemonsIsToldOnAWatchedFile() throws {
+        let f = try Fixture()
+        let writer = try Self.linkedAndOpened(f)
+        #expect(link(f.documentsPath + "/f", f.documentsPath + "/h") == 0)
+        try withName("h") { try f.volume.unlink(f.documents, $0) }  // f and g stay, watched
+        #expect(f.volume.items.fileWatches.count == 1)
+        #expect(pwrite(writer, "written outside", 15, 0) == 15)
+        do { _ = try f.volume.open(f.file, flags: O_WRONLY) }       // opened and released at once
+        f.watcher.readQueue()
+        _ = f.observer.flush()                                      // its own close: nothing to tell
+        close(writer)
+        f.watcher.readQueue()
+        #expect(f.observer.flush().contains("item \(f.file.inode)"))
+    }
+
+    /// The kernel let go of the file (under writeback the watcher makes it, after a change
+    /// in the store): the watch stays, and once a look-up holds the file again the writer's
+    /// close is heard.
+    @Test func aWatchOutlivesTheKernelsHoldOfTheFile() throws {
         let f = try Fixture()
         let writer = try Self.linkedAndOpened(f)
         #expect(unlink(f.documentsPath + "/f") == 0)
         f.watcher.readQueue()
-        #expect(f.volume.items.fileWatches.count == 1)
+        _ = f.observer.flush()
         f.volume.items.forget(f.file.inode, count: .max)
-        #expect(pwrite(writer, "new", 3, 0) == 3)
+        let other = open("/proc/self/fd/\(writer)", O_WRONLY)           // a second writer closes meanwhile
+        #expect(pwrite(other, "one", 3, 0) == 3)
+        close(other)
+        f.watcher.readQueue()                                      // nothing held: nothing to tell
+        #expect(f.observer.flush().isEmpty)
+        let (again, _) = try withName("g") { try f.volume.lookup(f.documents, $0) }
+        #expect(f.volume.items.fileWatches.count == 1)
+        #expect(pwrite(writer, "two", 3, 0) == 3)
         close(writer)
         f.watcher.readQueue()
-        #expect(f.volume.items.fileWatches.count == 0)
+        #expect(f.observer.flush().contains("item \(again.inode)"))
     }
 
     /// At the limit, a new watch takes the place of one whose file the kernel no longer
@@ -97,16 +125,21 @@ struct FileWatchesTests {
             _ = FileManager.default.createFile(atPath: f.documentsPath + "/" + name, contents: Data(name.utf8))
             items.append(try withName(name) { try f.volume.lookup(f.documents, $0) }.0)
         }
+        // Watched: a close the directory heard makes the file's next event its twin.
+        func watched(_ item: Item) throws -> Bool {
+            let st = try Syscall.fstat(item.fd)
+            watches.heardByDirectory(item.inode, st, endsAt: 64)
+            return watches.isTwin(item.inode, st, queuedAt: 64)
+        }
         watches.watch(items[0]) { _ in true }
         watches.watch(items[1]) { _ in true }
         watches.watch(items[2]) { _ in true }                      // all held: no room
         #expect(watches.count == 2)
-        #expect(watches.isNews(items[2].inode, try Syscall.fstat(items[2].fd)))   // not watched
+        #expect(try !watched(items[2]))
         watches.watch(items[2]) { $0 != items[0].inode }           // f no longer held
         #expect(watches.count == 2)
-        let st = try Syscall.fstat(items[2].fd)
-        #expect(watches.isNews(items[2].inode, st))                 // watched now: recorded
-        #expect(!watches.isNews(items[2].inode, st))
-        #expect(watches.isNews(items[0].inode, try Syscall.fstat(items[0].fd)))   // f's watch went
+        #expect(try watched(items[2]))
+        #expect(try watched(items[1]))                              // held: kept
+        #expect(try !watched(items[0]))                             // its watch gave way
     }
 }

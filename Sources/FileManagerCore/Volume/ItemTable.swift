@@ -104,8 +104,8 @@ public final class ItemTable: Sendable {
         parent.childrenForgotten.add(1, ordering: .relaxed)
     }
 
-    /// Watches the file on its own (`FileWatches`), ending the watches of files no longer
-    /// held if there are too many.
+    /// Watches the file on its own (`FileWatches`); at the limit, in place of watches of
+    /// files no longer held.
     func watchFile(_ item: Item) {
         fileWatches.watch(item) { self.item($0) != nil }
     }

@@ -52,7 +52,8 @@ public final class LinkCounts: Sendable {
     }
 
     /// The recorded files whose link count is no longer what was recorded (their new
-    /// count is recorded), each with whether it fell: a name of the file went.
+    /// count is recorded), each with whether it fell with a name left: a name of the file
+    /// went and another stays.
     func changed(in items: ItemTable) -> [(inode: UInt64, fell: Bool)] {
         var moved: [(inode: UInt64, fell: Bool)] = []
         for (inode, links) in counts.withLock({ Array($0) }) {
@@ -61,7 +62,7 @@ public final class LinkCounts: Sendable {
                 continue
             }
             guard UInt64(st.st_nlink) != links else { continue }
-            moved.append((inode, UInt64(st.st_nlink) < links))
+            moved.append((inode, UInt64(st.st_nlink) < links && st.st_nlink > 0))
             set(inode, st.st_nlink > 1 ? UInt64(st.st_nlink) : nil)
         }
         return moved

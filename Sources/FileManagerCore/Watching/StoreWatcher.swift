@@ -335,7 +335,7 @@ public final class StoreWatcher: @unchecked Sendable {
                     ? FilePath.Component(platformString: UnsafeRawPointer(buffer + offset + 16).assumingMemoryBound(to: CChar.self))
                     : nil
                 if handle(wd: event.pointee.wd, mask: event.pointee.mask, cookie: event.pointee.cookie, name: name,
-                          queuedAt: start + UInt64(offset), inline: inline) {
+                          queuedAt: start + UInt64(offset), endsAt: start + UInt64(offset + 16 + length), inline: inline) {
                     outside = true
                 }
                 if length > 0, event.pointee.mask & UInt32(IN_ISDIR) != 0,
@@ -442,8 +442,10 @@ public final class StoreWatcher: @unchecked Sendable {
     private var linkCountsDue = false
 
     /// Handles one event; true when it was a change made outside the mount.
-    /// `queuedAt`: the event's position in the queue (bytes of events queued before it).
-    private func handle(wd: CInt, mask: UInt32, cookie: UInt32, name: FilePath.Component?, queuedAt: UInt64, inline: Bool) -> Bool {
+    /// `queuedAt`: the event's position in the queue (bytes of events queued before it);
+    /// `endsAt`: the next one's.
+    private func handle(wd: CInt, mask: UInt32, cookie: UInt32, name: FilePath.Component?, queuedAt: UInt64, endsAt: UInt64,
+                        inline: Bool) -> Bool {
         if mask & UInt32(IN_Q_OVERFLOW) != 0 {
             if inline { rescan(afterOverflow: true) } else { rescanDue = true; leaveWork() }
             return true
@@ -495,13 +497,14 @@ public final class StoreWatcher: @unchecked Sendable {
             }
         }
         let itemMask = mask & UInt32(IN_CLOSE_WRITE | IN_ATTRIB)
-        if itemMask != 0, itemChanged(dir, name, mask: itemMask, queuedAt: queuedAt, directoryNode: directoryNode, inline: inline) {
+        if itemMask != 0, itemChanged(dir, name, mask: itemMask, queuedAt: queuedAt, endsAt: endsAt, directoryNode: directoryNode,
+                                      inline: inline) {
             outside = true
         }
         // The name's item changed before it was renamed here, and the watcher found the old
         // name gone when it read that change (`MovedBeforeRead`).
         if mask & UInt32(IN_MOVED_TO) != 0, let lost = movedBeforeRead.arrived(cookie: cookie),
-           itemChanged(dir, name, mask: lost, queuedAt: queuedAt, directoryNode: directoryNode, inline: inline) {
+           itemChanged(dir, name, mask: lost, queuedAt: queuedAt, endsAt: endsAt, directoryNode: directoryNode, inline: inline) {
             outside = true
         }
         return outside
@@ -509,7 +512,7 @@ public final class StoreWatcher: @unchecked Sendable {
 
     /// An item event (`mask`: IN_CLOSE_WRITE, IN_ATTRIB) of `name`; true when it was a
     /// change made outside the mount.
-    private func itemChanged(_ dir: Watched, _ name: FilePath.Component, mask: UInt32, queuedAt: UInt64,
+    private func itemChanged(_ dir: Watched, _ name: FilePath.Component, mask: UInt32, queuedAt: UInt64, endsAt: UInt64,
                              directoryNode: UInt64, inline: Bool) -> Bool {
         var gone = false
         guard let (st, departed) = stateAtEvent(dir, name, mask: mask, queuedAt: queuedAt, gone: &gone) else {
@@ -519,8 +522,8 @@ public final class StoreWatcher: @unchecked Sendable {
         // The name now leads to an item the daemon made after the event was queued.
         if volume.ownChanges.madeAfter(st, queuedAt: queuedAt) { return false }
         let inode = UInt64(st.st_ino)
-        // The file's own watch heard it first (`FileWatches`).
-        guard volume.items.fileWatches.isNews(inode, st) else { return false }
+        // The file's own watch hears the same close next (`FileWatches`).
+        if mask & UInt32(IN_CLOSE_WRITE) != 0 { volume.items.fileWatches.heardByDirectory(inode, st, endsAt: endsAt) }
         if volume.ownChanges.isOwnItemState(st, queuedAt: queuedAt, closing: mask & UInt32(IN_CLOSE_WRITE) != 0) { return false }
         changedOutside(st, knownAs: departed?.placement ?? (parent: directoryNode, name: name), inline: inline) {
             relativePath(dir, name)
@@ -529,14 +532,12 @@ public final class StoreWatcher: @unchecked Sendable {
     }
 
     /// A close heard by a file's own watch (`FileWatches`): of a writer whose name went
-    /// since it opened the file, or the twin of a directory's event (nothing new then); true
-    /// when it was a change made outside the mount.
+    /// since it opened the file, or the twin of a directory's event; true when it was a
+    /// change made outside the mount. A file the kernel does not hold has nothing cached
+    /// (its watch stays: the next look-up may hold it again while the writer writes).
     private func fileWritten(_ inode: UInt64, queuedAt: UInt64, inline: Bool) -> Bool {
-        guard let item = volume.items.item(inode) else {
-            volume.items.fileWatches.end(inode)  // held again, it is watched again if a name goes
-            return false
-        }
-        guard let st = try? Syscall.fstat(item.fd), volume.items.fileWatches.isNews(inode, st),
+        guard let item = volume.items.item(inode), let st = try? Syscall.fstat(item.fd),
+              !volume.items.fileWatches.isTwin(inode, st, queuedAt: queuedAt),
               !volume.ownChanges.isOwnItemState(st, queuedAt: queuedAt, closing: true) else { return false }
         let placement = item.placement
         changedOutside(st, knownAs: placement, inline: inline) {
