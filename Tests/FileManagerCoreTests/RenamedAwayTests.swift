@@ -92,6 +92,25 @@ struct RenamedAwayTests {
         #expect(!f.observer.flush().contains("entry g"))
     }
 
+    /// The same with a name the mount gave the file (a hard link made through the mount):
+    /// the store writes the file by that name, and the mount renames another file over it
+    /// before the watcher read the write (a coherence fuzzer: the other name kept the old
+    /// pages for good).
+    @Test func anEditOfANameTheMountLinkedAndThenReplacedReachesTheFilesOtherName() throws {
+        let f = try Fixture()
+        _ = FileManager.default.createFile(atPath: f.documentsPath + "/g", contents: Data("g".utf8))
+        _ = try withName("g") { try f.volume.lookup(f.documents, $0) }
+        _ = try withName("h") { try f.volume.link(f.file, f.documents, $0) }   // f and h: one file
+        f.watcher.readQueue()
+        _ = f.observer.flush()
+        let fd = open(f.documentsPath + "/h", O_WRONLY)
+        #expect(pwrite(fd, "edited", 6, 0) == 6)
+        close(fd)
+        try f.rename("g", "h")                                      // through the mount, at once
+        f.watcher.readQueue()
+        #expect(f.observer.flush().contains("item \(f.file.inode)"))
+    }
+
     @Test func anEditAfterTheRenameIsAboutWhatTheNameLeadsToNow() throws {
         let f = try Fixture()
         try f.rename("f", "g")

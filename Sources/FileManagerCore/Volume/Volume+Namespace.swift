@@ -152,9 +152,10 @@ extension Volume {
             return try renameOntoItself(parent, name, flags: flags)
         }
         // Events the watcher has not read yet name the items as they were (`nameAtEvent`).
-        // The source is recorded before the rename, for a watcher reading its name at the
-        // very moment (an event queued before the mark was about the item either way); the
-        // destination after, since until the rename it still leads where it led.
+        // Both names are recorded before the rename, for a watcher reading them at the very
+        // moment (an event queued before the mark was about those items either way); a
+        // destination not looked at after it, since until the rename it still leads where
+        // it led, and what that is only the store knows.
         let mark = ownChanges.departureMark()
         ownChanges.departed(parent.inode, name, inode: UInt64(st.st_ino), after: mark)
         // What the destination led to, if it may be a file the kernel holds under another
@@ -166,6 +167,9 @@ extension Volume {
             displaced = try? Syscall.fstatat(newParent.fd, newName)
         }
         if !exchange, let displaced, displaced.st_nlink > 1, displaced.st_ino != st.st_ino { watchLosingName(displaced) }
+        // Recorded after the rename, a watcher reading the name's event in between found
+        // the renamed file there (a coherence fuzzer: a hard link's edit lost, 1 in 6).
+        if let displaced { ownChanges.departed(newParent.inode, newName, inode: UInt64(displaced.st_ino), after: mark) }
         // Between two names of one file (hard links), a rename does nothing and queues nothing.
         let noEchoPossible = st.st_nlink > 1
         try ownChanges.expectingEntry(parent.inode, name, removing: true, echoUncertain: noEchoPossible) { () throws(Errno) in
@@ -173,7 +177,7 @@ extension Volume {
                 try Syscall.renameat2(parent.fd, name, newParent.fd, newName, flags)
             }
         }
-        ownChanges.departed(newParent.inode, newName, inode: displaced.map { UInt64($0.st_ino) }, after: mark)
+        if displaced == nil { ownChanges.departed(newParent.inode, newName, inode: nil, after: mark) }
 
         if let moved = items.item(UInt64(st.st_ino)) {
             // Known by another name: the kernel's entry of this one may lead to another
