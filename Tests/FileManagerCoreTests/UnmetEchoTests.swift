@@ -53,6 +53,21 @@ struct UnmetEchoTests {
     /// the state that write left) and closed it, then the writer closed: its close came
     /// after the daemon's, in the state the daemon recorded, and was taken for the daemon's
     /// echo; the mount kept the pages of before the write (coherence fuzzer, 10 of 10).
+    /// The same, read only after an unlink through the mount of the rename's source and
+    /// an outside creation of that name: the unlink's echo is its own, and the creation is
+    /// told (a coherence fuzzer: the name stayed missing from the mount for good).
+    @Test func anOutsideCreationAfterANoOpRenameAndAnUnlinkIsTold() throws {
+        let f = try Fixture()
+        #expect(link(f.documentsPath + "/f", f.documentsPath + "/g") == 0)
+        f.watcher.readQueue()
+        _ = f.observer.flush()
+        try f.rename("f", "g")                          // POSIX: does nothing
+        try withName("f") { try f.volume.unlink(f.documents, $0) }
+        _ = FileManager.default.createFile(atPath: f.documentsPath + "/f", contents: Data("new".utf8))
+        f.watcher.readQueue()
+        #expect(f.observer.flush().contains("entry f"))
+    }
+
     @Test func anOutsideWritersCloseAfterTheDaemonsCloseIsTold() throws {
         let f = try Fixture()
         let writer = open(f.documentsPath + "/f", O_WRONLY)

@@ -11,7 +11,7 @@ import SystemPackage
 /// withdraws its expectation. A change that may succeed without an echo (a rename between
 /// two names of one file changes nothing and queues nothing) is bounded by the queue
 /// position once its call returned (`until`; inotify queues an echo inside the call): an
-/// event queued later is someone else's.
+/// event queued later is someone else's, and ends it.
 ///
 /// Items (IN_CLOSE_WRITE, IN_ATTRIB) are recognised by *state*, not by counting echoes:
 /// right after changing an item the daemon records its ctime, and an event is the daemon's
@@ -56,15 +56,28 @@ public final class OwnChanges: Sendable {
         var removals = 0
         /// Changes still in their system call: their echoes may be queued at any position.
         var inFlight = 0
-        /// The queue position when the last finished change returned; its echo, and those of
-        /// the changes before it, were queued before it (`.max`: not taken, the echo is
-        /// certain and time alone bounds it).
+        /// Of `count`, finished changes that may have queued no echo, and the queue position
+        /// when the last of them returned: their echoes, if any, were queued before it. The
+        /// others' echoes are certain, and time alone bounds them. Kept apart: a certain
+        /// change made after an uncertain one must not lift its bound (a coherence fuzzer:
+        /// a rename between two names of one file, then an unlink of one, took the next
+        /// outside creation of that name for an echo, and the mount never showed it).
+        var uncertain = 0
         var until: UInt64 = 0
         var deadline: UInt64 = 0
 
         /// Whether an event queued at `position` may be one of the expected echoes.
         func admits(_ position: UInt64, now: UInt64) -> Bool {
-            count > 0 && deadline >= now && (inFlight > 0 || position < until)
+            count > 0 && deadline >= now && (count > uncertain || position < until)
+        }
+
+        /// An event queued at `position`, past `until`: the uncertain changes' echoes came
+        /// before it, or never will.
+        mutating func spendUncertain(before position: UInt64) {
+            guard uncertain > 0, position >= until else { return }
+            count -= uncertain
+            uncertain = 0
+            removals = min(removals, count)
         }
     }
     /// Per item: how many of the daemon's own changes are in flight (a descriptor open for
@@ -147,12 +160,15 @@ public final class OwnChanges: Sendable {
     /// unlink would otherwise pay for nothing).
     func entryChanged(_ directory: UInt64, _ name: UnsafePointer<CChar>, bounded: Bool) {
         guard enabled.load(ordering: .relaxed), let component = FilePath.Component(platformString: name) else { return }
-        let position = bounded ? queuePosition() : .max  // may overshoot by a buffer while a read is under way: only lenient
+        let position = bounded ? queuePosition() : 0  // may overshoot by a buffer while a read is under way: only lenient
         entries.withLock { table in
             let key = EntryKey(directory: directory, name: component)
             guard var e = table[key] else { return }
             e.inFlight = max(e.inFlight - 1, 0)
-            e.until = max(e.until, position)
+            if bounded {
+                e.uncertain = min(e.uncertain + 1, e.count)
+                e.until = max(e.until, position)
+            }
             table[key] = e
         }
     }
@@ -427,6 +443,7 @@ public final class OwnChanges: Sendable {
         var rest = e
         rest.count -= 1
         rest.removals = min(rest.removals, rest.count)
+        rest.uncertain = min(rest.uncertain, rest.count)  // a certain echo is taken first
         return rest
     }
 
@@ -455,9 +472,10 @@ public final class OwnChanges: Sendable {
         let now = Self.now()
         return entries.withLock { table in
             let key = EntryKey(directory: directory, name: name)
-            guard let e = table[key] else { return false }
+            guard var e = table[key] else { return false }
+            e.spendUncertain(before: position)
             guard e.admits(position, now: now) else {
-                if e.inFlight == 0 { table[key] = nil }
+                table[key] = e.inFlight == 0 || e.count == 0 ? nil : e
                 return false
             }
             table[key] = Self.takingOne(e)
