@@ -80,13 +80,7 @@ struct FileWatchesTests {
         #expect(link(f.documentsPath + "/f", f.documentsPath + "/h") == 0)
         try withName("h") { try f.volume.unlink(f.documents, $0) }  // f and g stay, watched
         #expect(f.volume.items.fileWatches.count == 1)
-        #expect(pwrite(writer, "written outside", 15, 0) == 15)
-        do { _ = try f.volume.open(f.file, flags: O_WRONLY) }       // opened and released at once
-        f.watcher.readQueue()
-        _ = f.observer.flush()                                      // its own close: nothing to tell
-        close(writer)
-        f.watcher.readQueue()
-        #expect(f.observer.flush().contains("item \(f.file.inode)"))
+        #expect(try f.writerClosesAfterTheDaemon(writer).contains("item \(f.file.inode)"))
     }
 
     /// The kernel let go of the file (under writeback the watcher makes it, after a change

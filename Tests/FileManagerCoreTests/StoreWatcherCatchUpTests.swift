@@ -76,6 +76,19 @@ struct StoreWatcherCatchUpTests {
             volume.addObserver(observer)
         }
 
+        /// A writer in the store (`writer`, open on Documents/f) writes; the daemon opens f
+        /// for writing and releases it; the writer closes. What the observer was told of the
+        /// writer's close (the daemon's own close tells nothing).
+        func writerClosesAfterTheDaemon(_ writer: CInt) throws -> [String] {
+            #expect(pwrite(writer, "written outside", 15, 0) == 15)
+            do { _ = try volume.open(file, flags: O_WRONLY) }      // opened and released at once
+            watcher.readQueue()
+            _ = observer.flush()                                    // its own close: nothing to tell
+            close(writer)
+            watcher.readQueue()
+            return observer.flush()
+        }
+
         /// Renames `from` to `to` in Documents as the kernel's RENAME does.
         func rename(_ from: String, _ to: String) throws {
             try withName(from) { a in try withName(to) { b in try volume.rename(documents, a, documents, b, flags: 0) } }

@@ -14,6 +14,17 @@ import Testing
 struct UnmetEchoTests {
     typealias Fixture = StoreWatcherCatchUpTests.Fixture
 
+    /// Documents/f and g made one file in the store, then f renamed onto g through the
+    /// mount, which does nothing (POSIX) and queues nothing.
+    private static func renamedOntoAnotherNameOfTheFile() throws -> Fixture {
+        let f = try Fixture()
+        #expect(link(f.documentsPath + "/f", f.documentsPath + "/g") == 0)
+        f.watcher.readQueue()
+        _ = f.observer.flush()
+        try f.rename("f", "g")
+        return f
+    }
+
     @Test func aRenameOfANameOntoItselfTellsTheKernelToLookAgain() throws {
         let f = try Fixture()
         try f.rename("f", "f")
@@ -33,11 +44,7 @@ struct UnmetEchoTests {
     }
 
     @Test func anOutsideUnlinkRightAfterARenameOntoAnotherNameOfTheFileIsTold() throws {
-        let f = try Fixture()
-        #expect(link(f.documentsPath + "/f", f.documentsPath + "/g") == 0)
-        f.watcher.readQueue()
-        _ = f.observer.flush()
-        try f.rename("f", "g")                          // POSIX: does nothing
+        let f = try Self.renamedOntoAnotherNameOfTheFile()
         #expect(FileManager.default.fileExists(atPath: f.documentsPath + "/f"))
         f.watcher.readQueue()
         _ = f.observer.flush()
@@ -49,36 +56,26 @@ struct UnmetEchoTests {
         #expect(told.contains("entry f"))
     }
 
-    /// A writer in the store wrote, then the daemon opened the file for writing (recording
-    /// the state that write left) and closed it, then the writer closed: its close came
-    /// after the daemon's, in the state the daemon recorded, and was taken for the daemon's
-    /// echo; the mount kept the pages of before the write (coherence fuzzer, 10 of 10).
     /// The same, read only after an unlink through the mount of the rename's source and
     /// an outside creation of that name: the unlink's echo is its own, and the creation is
     /// told (a coherence fuzzer: the name stayed missing from the mount for good).
     @Test func anOutsideCreationAfterANoOpRenameAndAnUnlinkIsTold() throws {
-        let f = try Fixture()
-        #expect(link(f.documentsPath + "/f", f.documentsPath + "/g") == 0)
-        f.watcher.readQueue()
-        _ = f.observer.flush()
-        try f.rename("f", "g")                          // POSIX: does nothing
+        let f = try Self.renamedOntoAnotherNameOfTheFile()
         try withName("f") { try f.volume.unlink(f.documents, $0) }
         _ = FileManager.default.createFile(atPath: f.documentsPath + "/f", contents: Data("new".utf8))
         f.watcher.readQueue()
         #expect(f.observer.flush().contains("entry f"))
     }
 
+    /// A writer in the store wrote, then the daemon opened the file for writing (recording
+    /// the state that write left) and closed it, then the writer closed: its close came
+    /// after the daemon's, in the state the daemon recorded, and was taken for the daemon's
+    /// echo; the mount kept the pages of before the write (coherence fuzzer, 10 of 10).
     @Test func anOutsideWritersCloseAfterTheDaemonsCloseIsTold() throws {
         let f = try Fixture()
         let writer = open(f.documentsPath + "/f", O_WRONLY)
         #expect(writer >= 0)
-        #expect(pwrite(writer, "written outside", 15, 0) == 15)
-        do { _ = try f.volume.open(f.file, flags: O_WRONLY) }       // opened and released at once
-        f.watcher.readQueue()
-        _ = f.observer.flush()                                      // its own close: nothing to tell
-        close(writer)
-        f.watcher.readQueue()
-        #expect(f.observer.flush().contains("item \(f.file.inode)"))
+        #expect(try f.writerClosesAfterTheDaemon(writer).contains("item \(f.file.inode)"))
     }
 
     /// `rmdir d` in the store, then through the mount at once: the outside IN_DELETE was read

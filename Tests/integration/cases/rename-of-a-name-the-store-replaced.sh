@@ -13,10 +13,6 @@
 # b` in the store, `mv b c` through the mount at once; `c` must show a's content within 2 s.
 . "$(dirname "$0")/../lib/common.sh"
 
-shows() { # EXPECTED PATH
-    [[ $(cat "$2" 2>/dev/null) == "$1" ]]
-}
-
 for mode in default writeback; do
     fs_mount_mode "$mode"
     C=$(_mkcontainer com.example.renamed)
@@ -32,7 +28,7 @@ for mode in default writeback; do
         # mount's rename of b.
         "$PY" -c 'import os, sys; os.rename(sys.argv[1], sys.argv[2]); os.rename(sys.argv[3], sys.argv[4])' \
             "$SD/a$i" "$SD/b$i" "$D/b$i" "$D/c$i"
-        _wait_for 2 shows "new $i" "$D/c$i" ||
+        _wait_for 2 _shows "new $i" "$D/c$i" ||
             _fail "$mode, round $i: c shows '$(cat "$D/c$i")' after 2 s, the store '$(cat "$SD/c$i")'"
         _assert_output "old $i" cat "$D/k$i"
     done

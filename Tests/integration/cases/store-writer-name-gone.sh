@@ -15,10 +15,6 @@
 # DESIGN.md 27 "Not covered").
 . "$(dirname "$0")/../lib/common.sh"
 
-shows() { # EXPECTED PATH
-    [[ $(cat "$2" 2>/dev/null) == "$1" ]]
-}
-
 for mode in default writeback; do
     fs_mount_mode "$mode"
     C=$(_mkcontainer com.example.gone)
@@ -42,7 +38,7 @@ for mode in default writeback; do
         _assert_output "old" cat "$D/b-$how"      # its pages cached again
         printf 'new' >&7
         exec 7>&-                                  # its close: no directory hears it
-        _wait_for 2 shows "new" "$D/b-$how" ||
+        _wait_for 2 _shows "new" "$D/b-$how" ||
             _fail "$mode, $how: $D/b-$how shows '$(cat "$D/b-$how")' after 2 s, the store '$(cat "$SD/b-$how")'"
         _ok "$mode, $how: the other name shows the write"
         _assert_output "3" fsop stat "$D/b-$how" size

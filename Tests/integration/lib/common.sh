@@ -190,6 +190,11 @@ _wait_for() {
     return 1
 }
 
+# _shows EXPECTED PATH: whether PATH reads as EXPECTED now (for _wait_for).
+_shows() {
+    [[ $(cat "$2" 2>/dev/null) == "$1" ]]
+}
+
 _pid_running() {
     local state
     state=$(awk '{ print $3 }' "/proc/$1/stat" 2>/dev/null) || return 1
