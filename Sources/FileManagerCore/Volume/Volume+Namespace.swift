@@ -211,9 +211,10 @@ extension Volume {
 
     /// A name of `st`'s file is about to go through the mount: if the kernel holds the file
     /// under another name, the file is watched itself, since a writer in the store that
-    /// opened it by this name closes unheard by any directory (`FileWatches`).
+    /// opened it by this name closes unheard by any directory (`FileWatches`, which watches
+    /// regular files only).
     private func watchLosingName(_ st: stat) {
-        guard st.st_mode & S_IFMT == S_IFREG, let item = items.item(UInt64(st.st_ino)) else { return }
+        guard let item = items.item(UInt64(st.st_ino)) else { return }
         items.watchFile(item)
     }
 

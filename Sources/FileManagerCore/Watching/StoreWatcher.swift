@@ -353,16 +353,19 @@ public final class StoreWatcher: @unchecked Sendable {
         if linkCountsDue {
             linkCountsDue = false
             for (inode, fell) in volume.items.linkCounts.changed(in: volume.items) {
-                // A writer that opened the file by the name that went closes unheard by any
-                // directory: the file is watched itself, before the kernel is told (what
-                // was written before is dropped with it).
-                if fell, let item = volume.items.item(inode) { volume.items.watchFile(item) }
-                // Under writeback the removed name may have taken the only news of an edit
-                // with it (its close read after the unlink: the name led nowhere), and the
-                // kernel keeps its own size for the file's other names (DESIGN.md 22).
-                if volume.kernelCachesWrites, let item = volume.items.item(inode), item.isRegularFile {
-                    markChangedOutside(item)
-                    letGoOfOldInode(inode, knownAs: item.placement)
+                if let item = volume.items.item(inode) {
+                    // A writer that opened the file by the name that went closes unheard by
+                    // any directory: the file is watched itself, before the kernel is told
+                    // (what was written before is dropped with it).
+                    if fell { volume.items.watchFile(item) }
+                    // Under writeback the removed name may have taken the only news of an
+                    // edit with it (its close read after the unlink: the name led nowhere),
+                    // and the kernel keeps its own size for the file's other names
+                    // (DESIGN.md 22).
+                    if volume.kernelCachesWrites && item.isRegularFile {
+                        markChangedOutside(item)
+                        letGoOfOldInode(inode, knownAs: item.placement)
+                    }
                 }
                 tellItemChanged(inode, inline: inline)
             }
