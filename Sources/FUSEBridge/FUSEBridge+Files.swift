@@ -61,12 +61,24 @@ extension FUSEBridge {
                 let uncached = flags & O_TRUNC == 0 && volume.kernelMayHoldOldState(item)
                 let file = try volume.open(item, flags: flags, caller: caller, uncached: uncached)
                 info.fh = FUSEBridge.retain(file)
-                let backing = handleMode(&info, file, keepsPages: keepsPages, uncached: uncached)
-                if !reply.open(&info, passthrough: backing) { FUSEBridge.releaseHandle(info.fh, as: OpenFile.self) }
+                let backing = handleMode(&info, file, keepsPages: keepsPages)
+                // The kernel is being told that its size and times of the file are old: a
+                // read that began before that news and ended short would not cut the size
+                // (the news moved the attribute version), and would read zeros to the old end.
+                guard file.pagesStale else { return answerOpen(reply, info, backing) }
+                let parked = ParkedRequest(reply), opened = info
+                if !volume.afterObserversCaughtUp(with: item.inode, { [self] in answerOpen(parked.take(), opened, backing) }) {
+                    answerOpen(parked.take(), opened, backing)
+                }
             } catch {
                 reply.fail(error)
             }
         }
+    }
+
+    private func answerOpen(_ reply: consuming Reply, _ info: fuse_file_info, _ backing: CInt?) {
+        var info = info
+        if !reply.open(&info, passthrough: backing) { FUSEBridge.releaseHandle(info.fh, as: OpenFile.self) }
     }
 
     /// How the kernel treats a new handle's data: passed through to the backing file (the
@@ -76,10 +88,11 @@ extension FUSEBridge {
     /// kernel, presenters hear at RELEASE), and each FLUSH is a round trip close(2) waits for
     /// (DESIGN.md 30). Under `-o writeback` the kernel sends FLUSH regardless. Lock handlers
     /// (`getlk`/`setlk`) would need FLUSH back: it is the only release of a remote lock.
-    private func handleMode(_ info: inout fuse_file_info, _ file: OpenFile, keepsPages: Bool = true, uncached: Bool = false) -> CInt? {
+    private func handleMode(_ info: inout fuse_file_info, _ file: OpenFile, keepsPages: Bool = true) -> CInt? {
         cfuse_fi_set_noflush(&info, 1)
         if let backing = passthrough?.backingID(for: file) { return backing }
-        if file.direct || uncached { cfuse_fi_set_direct_io(&info, 1) } else if keepsPages && isCoherent { cfuse_fi_set_keep_cache(&info, 1) }
+        if file.direct || file.uncached { cfuse_fi_set_direct_io(&info, 1) }
+        else if keepsPages && isCoherent && !file.pagesStale { cfuse_fi_set_keep_cache(&info, 1) }
         return nil
     }
 

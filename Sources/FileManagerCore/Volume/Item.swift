@@ -55,6 +55,12 @@ public final class Item: @unchecked Sendable {
     /// (DESIGN.md 22), so only a new inode shows the change (`Volume.kernelMayHoldOldState`).
     let changedOutsideEpoch = Atomic<UInt64>(0)
     let lookedUpEpoch = Atomic<UInt64>(0)
+    /// Regular files: the content (`ContentStamp`) the kernel's cached pages of the file were
+    /// last known to show, 0 when nothing is known. Set when the kernel made its inode (a
+    /// look-up), when the watcher told it of a change, when the daemon's own handle closed
+    /// in the state its last write left and after its own `setattr`; an open that finds the
+    /// file otherwise drops the pages (`Volume.open`).
+    let pagesShow = Atomic<UInt64>(0)
     /// Something a client of the core tied to this item's life (the FUSE bridge: the
     /// kernel's passthrough registration of `fd`, DESIGN.md 29); it goes when the item goes.
     public let attachment = Mutex<(any AnyObject & Sendable)?>(nil)

@@ -30,7 +30,7 @@ extension Volume {
     public func setAttributes(_ item: Item, _ changes: AttributeChanges, handle: OpenFile?) throws(Errno) -> stat {
         if item.isVirtual { throw .permissionDenied }
         try zone(of: item).checkModify()
-        return try ownChanges.changingItem(item.inode, descriptor: item.fd) { () throws(Errno) in try apply(changes, to: item, handle: handle) }
+        return try ownChanges.changingItem(item) { () throws(Errno) in try apply(changes, to: item, handle: handle) }
     }
 
     private func apply(_ changes: AttributeChanges, to item: Item, handle: OpenFile?) throws(Errno) -> stat {

@@ -67,7 +67,7 @@ extension Volume {
         let security = strncmp(name, "security.", 9) == 0
         defer { if security { forgetCachedAttributes(item) } }
         if security { forgetCachedAttributes(item) }
-        _ = try ownChanges.changingItem(item.inode, descriptor: item.fd) { () throws(Errno) in
+        _ = try ownChanges.changingItem(item) { () throws(Errno) in
             try change()
             return try Syscall.fstat(item.fd)
         }

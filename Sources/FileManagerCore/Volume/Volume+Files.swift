@@ -14,6 +14,12 @@ public final class OpenFile: @unchecked Sendable {
     /// never reach the backing file with O_DIRECT).
     public let direct: Bool
     public let writable: Bool
+    /// The kernel must not cache this handle's data either: under writeback, its inode of
+    /// the file may hold an old size (`Volume.kernelMayHoldOldState`, `pagesPredateContent`).
+    public let uncached: Bool
+    /// The kernel's cached pages of the file may predate its content: the open keeps none
+    /// (`Volume.pagesPredateContent`).
+    public let pagesStale: Bool
     /// Set when the descriptor has write access: its close echoes as IN_CLOSE_WRITE, which
     /// is the daemon's own only if nothing changed the file after the daemon's last write
     /// through it (`wrote`, `OwnChanges.closingItem`).
@@ -35,11 +41,13 @@ public final class OpenFile: @unchecked Sendable {
     /// A handle with write access records the state it opened in; a read-only one only a
     /// change its open made.
     init(fd: CInt, item: Item, direct: Bool, writable: Bool, accessMode: CInt, ownChanges: OwnChanges,
-         state: stat? = nil, mark: UInt64 = .max) {
+         state: stat? = nil, mark: UInt64 = .max, pagesStale: Bool = false, uncached: Bool = false) {
         self.fd = fd
         self.item = item
         self.direct = direct
         self.writable = writable
+        self.pagesStale = pagesStale
+        self.uncached = uncached
         self.ownChanges = accessMode != O_RDONLY ? ownChanges : nil
         self.ownChanges?.changing(item.inode, true)
         if self.ownChanges != nil || mark != .max {  // the state its close will be compared with
@@ -53,7 +61,10 @@ public final class OpenFile: @unchecked Sendable {
         item.openHandles.subtract(1, ordering: .relaxed)
         if let ownChanges {  // the close echoes as IN_CLOSE_WRITE
             if writesUnseen.load(ordering: .relaxed) { ownChanges.recordItem(item.inode, descriptor: fd, after: 0) }
-            else { ownChanges.closingItem(item.inode, descriptor: fd) }
+            else if let st = ownChanges.closingItem(item.inode, descriptor: fd) {
+                // The content its writes left, which went through the kernel's pages.
+                item.pagesShow.store(ContentStamp.of(st), ordering: .relaxed)
+            }
         }
         Syscall.close(fd)
         ownChanges?.changing(item.inode, false)
@@ -127,6 +138,11 @@ extension Volume {
         let writable = (flags & O_ACCMODE) != O_RDONLY || (flags & O_TRUNC) != 0
         if writable { try zone(of: item).checkModify() }
         let mark = flags & O_TRUNC != 0 ? ownChanges.queuePosition() : .max
+        // A truncating open replaces the content: the kernel drops its pages itself.
+        let (st, pagesStale) = flags & O_TRUNC == 0 ? pagesPredateContent(item) : (nil, false)
+        // Under writeback the kernel keeps the size it has: only an uncached handle reads to
+        // the store's end of file (`kernelMayHoldOldState`).
+        let uncached = uncached || (pagesStale && kernelCachesWrites)
         let fd = try sheddingOnShortage { () throws(Errno) in
             try Credentials.clearingSetID(for: flags & O_TRUNC != 0 ? caller : nil, on: item.fd) { () throws(Errno) in
                 try Syscall.reopen(item.fd, backingFlags(flags & ~Volume.strippedOpenFlags, uncached: uncached) | O_NONBLOCK)
@@ -136,7 +152,30 @@ extension Volume {
         // as of before it: under FUSE passthrough the kernel's own file, closing before
         // RELEASE, echoes before the handle's close (DESIGN.md 29).
         return OpenFile(fd: fd, item: item, direct: flags & O_DIRECT != 0, writable: writable,
-                        accessMode: flags & O_ACCMODE, ownChanges: ownChanges, mark: mark)
+                        accessMode: flags & O_ACCMODE, ownChanges: ownChanges, state: st, mark: mark,
+                        pagesStale: pagesStale, uncached: uncached)
+    }
+
+    /// Whether the kernel's cached pages of `item` may predate its content: a program in the
+    /// store changed it and has not closed it yet (the watcher hears a write at its close,
+    /// and a `truncate(2)` by path never), or closed it just as the daemon's own handle
+    /// closed, when inotify may merge the two identical events into one that reads as the
+    /// daemon's echo (a coherence fuzzer, DESIGN.md 14). The file's content now is compared
+    /// with what the pages were last known to show (`Item.pagesShow`); when they differ the
+    /// kernel is told, as of an outside change, and the open keeps no pages. Not while the
+    /// daemon itself has the file open for writing (its writes move the content without a
+    /// record per write), nor without a complete watcher (no pages are kept then).
+    /// Returns the state read, for the handle's record.
+    private func pagesPredateContent(_ item: Item) -> (stat?, Bool) {
+        guard ownChanges.enabled.load(ordering: .relaxed), !ownChanges.isChanging(item.inode),
+              let st = try? Syscall.fstat(item.fd) else { return (nil, false) }
+        let now = ContentStamp.of(st)
+        let shown = item.pagesShow.exchange(now, ordering: .relaxed)
+        guard shown != now, shown != 0 else { return (st, false) }
+        outsideItemChanges.note(item.inode)
+        forgetCachedAttributes(item)
+        notify { $0.itemChanged(item.inode) }
+        return (st, true)
     }
 
     /// Whether the name the kernel resolved to `item` now leads elsewhere in the store, or

@@ -83,7 +83,7 @@ public final class Volume: Sendable {
 
     /// Runs `body` once every observer acted on what it was told so far about the item
     /// `inode` and returns true; false when none had anything pending (`body` was not run).
-    func afterObserversCaughtUp(with inode: UInt64, _ body: @escaping @Sendable () -> Void) -> Bool {
+    public func afterObserversCaughtUp(with inode: UInt64, _ body: @escaping @Sendable () -> Void) -> Bool {
         Self.after(changeObservers.withLock { $0 }[...], inode, body)
     }
 
@@ -218,8 +218,11 @@ public final class Volume: Sendable {
             let fd = try open()
             let parentZone = zone(of: parent)
             let zone = parentZone.child(named: name, isDirectory: type == S_IFDIR, key: inode)
-            return Item(inode: inode, fd: fd, type: type, zone: zone, parent: parent,
-                        name: FilePath.Component(platformString: name), epoch: items.zoneEpoch.load(ordering: .acquiring))
+            let item = Item(inode: inode, fd: fd, type: type, zone: zone, parent: parent,
+                            name: FilePath.Component(platformString: name), epoch: items.zoneEpoch.load(ordering: .acquiring))
+            // A new inode in the kernel, which takes its size and times from this look-up.
+            if type == S_IFREG { item.pagesShow.store(ContentStamp.of(st), ordering: .relaxed) }
+            return item
         }
         // Directories have one parent; follow it if the item moved behind our back.
         if item.isDirectory {

@@ -261,17 +261,20 @@ public final class OwnChanges: Sendable {
     /// state here instead took that edit for the daemon's own.
     /// Called before the descriptor's `close(2)`: the mark is taken after the `fstat`, so
     /// that only the close's own echo, or one that changes nothing, comes after it.
-    func closingItem(_ inode: UInt64, descriptor fd: CInt) {
-        guard enabled.load(ordering: .relaxed), let st = try? Syscall.fstat(fd) else { return }
+    /// Returns the state read when it is the daemon's own.
+    @discardableResult
+    func closingItem(_ inode: UInt64, descriptor fd: CInt) -> stat? {
+        guard enabled.load(ordering: .relaxed), let st = try? Syscall.fstat(fd) else { return nil }
         let mark = queuePosition()
         let deadline = Self.now() + Self.lifetime
-        items.withLock { table in
-            guard var e = table[inode], e.describes(st) else { return }
+        return items.withLock { table in
+            guard var e = table[inode], e.describes(st) else { return nil }
             e.deadline = deadline
             e.closeAfter = min(e.closeAfter, mark)
             e.closeOnce = true
             e.closeUntil = .max
             table[inode] = e
+            return st
         }
     }
 
@@ -391,12 +394,28 @@ public final class OwnChanges: Sendable {
     /// the state that one left (inotify may merge the two echoes into the first). A close
     /// still to come keeps the previous change's mark for IN_CLOSE_WRITE (none: `.max`).
     func changingItem(_ inode: UInt64, descriptor fd: CInt, _ body: () throws(Errno) -> stat) throws(Errno) -> stat {
+        try changingItem(inode, descriptor: fd, body).after
+    }
+
+    /// `changingItem` of an item of the volume. A change of a regular file's content made
+    /// from the content the kernel's pages show leaves pages that show the new one
+    /// (`Item.pagesShow`: the kernel truncates its own, and times change no page).
+    func changingItem(_ item: Item, _ body: () throws(Errno) -> stat) throws(Errno) -> stat {
+        let (before, after) = try changingItem(item.inode, descriptor: item.fd, body)
+        if item.isRegularFile, let before {
+            _ = item.pagesShow.compareExchange(expected: ContentStamp.of(before), desired: ContentStamp.of(after), ordering: .relaxed)
+        }
+        return after
+    }
+
+    private func changingItem(_ inode: UInt64, descriptor fd: CInt, _ body: () throws(Errno) -> stat) throws(Errno) -> (before: stat?, after: stat) {
         changing(inode, true)
         defer { changing(inode, false) }
-        guard enabled.load(ordering: .acquiring) else { return try body() }
+        guard enabled.load(ordering: .acquiring) else { return (nil, try body()) }
         var attributesMark = queuePosition()
         var closeMark = UInt64.max
-        if let before = try? Syscall.fstat(fd) {
+        let before = try? Syscall.fstat(fd)
+        if let before {
             items.withLock { table in
                 if let e = table[inode], e.describes(before) {
                     attributesMark = min(attributesMark, e.attributesAfter)
@@ -408,7 +427,7 @@ public final class OwnChanges: Sendable {
         // The echo is queued by now, before this position; none known (0) without an exact
         // one (`position` may overshoot by a buffer, which would keep the mark for long).
         recordItem(inode, st, after: attributesMark, closeAfter: closeMark, echoBy: cursor.exactPosition() ?? 0)
-        return st
+        return (before, st)
     }
 
     /// Whether the daemon is changing the item right now.

@@ -15,7 +15,8 @@ import SystemPackage
 /// appearing, vanishing and moving, attribute changes, and writes *at close*
 /// (IN_CLOSE_WRITE): per-write events (IN_MODIFY) would cost the watcher a wake-up per
 /// write(2) of every program, and every editor closes what it saved. A writer that keeps a
-/// file open (or writes through a shared mmap) is seen when it closes.
+/// file open (or writes through a shared mmap) is seen when it closes, and before that by
+/// each open through the mount, which compares the content (`Volume.pagesPredateContent`).
 ///
 /// The daemon's own changes echo back; `OwnChanges` recognises them.
 /// Queue overflow (IN_Q_OVERFLOW) triggers a rescan and `resync`; directories that cannot
@@ -557,7 +558,10 @@ public final class StoreWatcher: @unchecked Sendable {
         let inode = UInt64(st.st_ino)
         volume.outsideItemChanges.note(inode)  // before the table is asked: see there
         volume.forgetCachedAttributes(inode)
-        let held = volume.kernelCachesWrites && st.st_mode & S_IFMT == S_IFREG ? volume.items.item(inode) : nil
+        let file = st.st_mode & S_IFMT == S_IFREG ? volume.items.item(inode) : nil
+        // The kernel is told to drop its pages: those it reads next show this content.
+        file?.pagesShow.store(ContentStamp.of(st), ordering: .relaxed)
+        let held = volume.kernelCachesWrites ? file : nil
         if let held { markChangedOutside(held) }
         tellItemChanged(inode, inline: inline, noted: true)
         if held != nil { letGoOfOldInode(inode, knownAs: entry) }

@@ -16,6 +16,11 @@
 #            opened with O_CREAT|O_APPEND through the mount and appended to: the kernel
 #            asks to create it, the daemon opens what is there (under writeback with a
 #            readable descriptor: the kernel reads the page it partly overwrites)
+#   truncate cut short by path (truncate(2) queues IN_MODIFY alone, which is not watched)
+#   unclosed rewritten in place by a program that keeps it open (its close, the event the
+#            watcher hears, comes after the mount's read)
+# The last two have no event to wait for: the open compares the file's mtime and size with
+# those the kernel's pages were last known to show (DESIGN.md 14).
 # Under -o writeback the kernel keeps a regular file's size itself and never takes the
 # daemon's (DESIGN.md 22): there an open that meets an in-place edit before the kernel
 # looked the file up again reads uncached, to the store's end of file
@@ -70,6 +75,29 @@ for i in range(300):
     elif kind == "edit":
         with open(store, "w") as f:          # IN_CLOSE_WRITE is queued before close returns
             f.write(data)
+    elif kind in ("truncate", "unclosed"):
+        name = "/" + kind                    # made through the mount beforehand
+        with open(sys.argv[3] + name, "w") as f:
+            f.write(data)
+        with open(sys.argv[2] + name) as f:  # the kernel caches this content...
+            f.read()
+        time.sleep(0.005)                    # ...once the watcher's news of it came
+        with open(sys.argv[2] + name) as f:
+            f.read()
+        if kind == "truncate":
+            data = data[:len(data) // 2]
+            os.truncate(sys.argv[3] + name, len(data))  # by path: IN_MODIFY alone
+        else:
+            data = data.upper()              # the same size, other bytes, and no close
+            w = os.open(sys.argv[3] + name, os.O_WRONLY)
+            os.pwrite(w, data.encode(), 0)
+        with open(sys.argv[2] + name) as f:
+            got = f.read()
+        if kind == "unclosed":
+            os.close(w)
+        if got != data:
+            wrong.append((i, got[:24], data[:24]))
+        continue
     elif kind == "replace":
         with open(store + ".new", "w") as f:
             f.write(data)
@@ -105,11 +133,15 @@ for mode in default writeback; do
     D=$C/Documents
     SD=$MODE_STORE/containers/com.example.open-after/Documents
     echo "through the mount" >"$D/f"
+    echo "through the mount" >"$D/truncate"
+    echo "through the mount" >"$D/unclosed"
     cat "$D/f" >/dev/null                        # cached: pages, attributes and the name
     _assert_output "0 []" rounds edit "$D" "$SD"
     _assert_output "0 []" rounds append "$D" "$SD"
     _assert_output "0 []" rounds replace "$D" "$SD"
     _assert_output "0 []" rounds delete "$D" "$SD"
     _assert_output "0 []" rounds create "$D" "$SD"
+    _assert_output "0 []" rounds truncate "$D" "$SD"
+    _assert_output "0 []" rounds unclosed "$D" "$SD"
     fs_umount
 done

@@ -67,11 +67,54 @@ print(len(wrong), wrong[:3])
 PY
 }
 
+# A writer in the store that wrote before the mount's own open, write and close, and
+# closes right after: the two closes queue back to back, and inotify merges identical
+# events still unread, so one IN_CLOSE_WRITE came, in the state the daemon's close left,
+# and was taken for its echo. The mount's open had kept the kernel's pages of before the
+# outside write, and its write landed in the same page: the outside bytes stayed hidden
+# for good (coherence fuzzer g23-def-106). An open now compares the file's mtime and size
+# with those its cached pages were last known to match (DESIGN.md 14).
+writer_wrote_before_mount_write() { # DIR_IN_MOUNT DIR_IN_STORE
+    "$PY" - "$@" <<'PY'
+import os, sys, time
+mount, store = sys.argv[1] + "/h", sys.argv[2] + "/h"
+burst = sys.argv[2] + "/burst"
+os.makedirs(burst, exist_ok=True)
+wrong = []
+for i in range(20):
+    with open(mount, "wb") as f:
+        f.write(b"first %06d." % i)
+    with open(mount, "rb") as f:             # the pages are the kernel's
+        f.read()
+    w = os.open(store, os.O_RDWR)
+    os.pwrite(w, b"outside %04d " % i * 3, 1749)  # no event until it closes
+    time.sleep(0.002)
+    m = os.open(mount, os.O_WRONLY)
+    os.pwrite(m, b"m" * 6000, 2747)          # the same page as the outside bytes
+    for j in range(1000):                    # a backlog: the watcher reads the closes
+        os.close(os.open(burst + "/%d" % j, os.O_WRONLY | os.O_CREAT))  # only later
+    os.close(m)
+    os.close(w)                              # at once: the closes queue back to back
+    time.sleep(0.02)                         # the watcher tells the kernel asynchronously
+    for j in range(1000):
+        os.unlink(burst + "/%d" % j)
+    with open(mount, "rb") as f:
+        got = f.read()
+    with open(store, "rb") as f:
+        want = f.read()
+    if got != want:
+        at = next((j for j in range(min(len(got), len(want))) if got[j] != want[j]), min(len(got), len(want)))
+        wrong.append((i, at, len(got), len(want)))
+print(len(wrong), wrong[:3])
+PY
+}
+
 for mode in default writeback; do
     fs_mount_mode "$mode"
     C=$(_mkcontainer com.example.open-for-writing)
     echo "through the mount" >"$C/Documents/f"
     _assert_output "0 []" rounds "$C/Documents" "$MODE_STORE/containers/com.example.open-for-writing/Documents"
     _assert_output "0 []" writer_outlives "$C/Documents" "$MODE_STORE/containers/com.example.open-for-writing/Documents"
+    _assert_output "0 []" writer_wrote_before_mount_write "$C/Documents" "$MODE_STORE/containers/com.example.open-for-writing/Documents"
     fs_umount
 done

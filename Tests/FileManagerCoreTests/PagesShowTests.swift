@@ -1,0 +1,99 @@
+@testable import FileManagerCore
+import Foundation
+import Glibc
+import Testing
+
+/// An open compares a file's content (mtime and size) with what the kernel's cached pages
+/// were last known to show (`Item.pagesShow`, `Volume.pagesPredateContent`; DESIGN.md 14):
+/// a change no event told of (a writer still holding the file, a `truncate(2)` by path,
+/// two closes merged into one event) drops the pages; the daemon's own changes and those
+/// the watcher told of do not.
+@Suite("Pages the kernel keeps across opens")
+struct PagesShowTests {
+    typealias Fixture = StoreWatcherCatchUpTests.Fixture
+
+    /// Opens Documents/f read-only, as the kernel's OPEN does, and releases it; whether
+    /// the open kept no pages, and what the observer was told meanwhile.
+    private static func reopen(_ f: Fixture) throws -> (stale: Bool, told: [String]) {
+        let stale = try f.volume.open(f.file, flags: O_RDONLY).pagesStale
+        return (stale, f.observer.flush())
+    }
+
+    @Test func aWriteByAProgramStillHoldingTheFileDropsThePagesOnce() throws {
+        let f = try Fixture()
+        #expect(try Self.reopen(f).stale == false)                    // as looked up
+        let writer = open(f.documentsPath + "/f", O_WRONLY)
+        #expect(pwrite(writer, "new", 3, 0) == 3)                      // no event: still open
+        f.watcher.readQueue()
+        #expect(f.observer.flush().isEmpty)
+        let first = try Self.reopen(f)
+        #expect(first.stale)
+        #expect(first.told == ["item \(f.file.inode)"])                // size and times too
+        let second = try Self.reopen(f)
+        #expect(second.stale == false)                                 // nothing new since
+        #expect(second.told.isEmpty)
+        close(writer)
+    }
+
+    @Test func aTruncationByPathDropsThePages() throws {
+        let f = try Fixture()
+        #expect(truncate(f.documentsPath + "/f", 1) == 0)              // IN_MODIFY alone
+        f.watcher.readQueue()
+        #expect(f.observer.flush().isEmpty)
+        #expect(try Self.reopen(f).stale)
+    }
+
+    /// The same size and, to the nanosecond, the same mtime is no change: only a new
+    /// mtime or size is (a `utimens` that set it back queues IN_ATTRIB, which is told).
+    @Test func anOutsideCloseToldByTheWatcherDropsNothingMore() throws {
+        let f = try Fixture()
+        StoreWatcherCatchUpTests.overwrite(f.documentsPath + "/f", "newer")
+        f.watcher.readQueue()
+        #expect(f.observer.flush() == ["item \(f.file.inode)"])        // the watcher told it
+        let after = try Self.reopen(f)
+        #expect(after.stale == false)
+        #expect(after.told.isEmpty)
+    }
+
+    @Test func theDaemonsOwnWritesKeepThePages() throws {
+        let f = try Fixture()
+        do {
+            let handle = try f.volume.open(f.file, flags: O_WRONLY)
+            #expect(pwrite(handle.fd, "own and longer", 14, 0) == 14)
+            handle.wrote()
+        }                                                              // released
+        f.watcher.readQueue()
+        _ = f.observer.flush()
+        #expect(try Self.reopen(f).stale == false)
+    }
+
+    @Test func theDaemonsOwnTruncationKeepsThePages() throws {
+        let f = try Fixture()
+        var changes = AttributeChanges()
+        changes.size = 1
+        _ = try f.volume.setAttributes(f.file, changes, handle: nil)  // the kernel cuts its own
+        #expect(try Self.reopen(f).stale == false)
+    }
+
+    /// A rename moves the ctime and leaves the content.
+    @Test func theDaemonsOwnRenameKeepsThePages() throws {
+        let f = try Fixture()
+        try f.rename("f", "g")
+        #expect(try Self.reopen(f).stale == false)
+    }
+
+    /// While the daemon has the file open for writing its writes move the content with no
+    /// record of what the pages show: an open then compares nothing, and the handle's close
+    /// records the content its writes left.
+    @Test func anOpenBesideTheDaemonsWriterComparesNothing() throws {
+        let f = try Fixture()
+        var handle: OpenFile? = try f.volume.open(f.file, flags: O_WRONLY)
+        #expect(pwrite(handle!.fd, "own and longer", 14, 0) == 14)
+        handle!.wrote()
+        #expect(try Self.reopen(f).stale == false)
+        let written = ContentStamp.of(try Syscall.fstat(f.file.fd))
+        #expect(f.file.pagesShow.load(ordering: .relaxed) != written)
+        handle = nil                                                   // released
+        #expect(f.file.pagesShow.load(ordering: .relaxed) == written)
+    }
+}
