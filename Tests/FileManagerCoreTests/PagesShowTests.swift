@@ -35,6 +35,23 @@ struct PagesShowTests {
         close(writer)
     }
 
+    /// Under writeback the kernel keeps the size it has while it holds the inode: the file
+    /// is marked changed outside, as the watcher marks it, so every handle is uncached and
+    /// the kernel is asked to let go of the inode (its name's entry goes).
+    @Test func underWritebackTheFileIsUncachedUntilTheKernelMakesANewInode() throws {
+        let f = try Fixture(writeback: true)
+        let writer = open(f.documentsPath + "/f", O_WRONLY)
+        #expect(pwrite(writer, "longer", 6, 0) == 6)
+        #expect(f.volume.kernelMayHoldOldState(f.file) == false)
+        let first = try f.volume.open(f.file, flags: O_RDONLY)
+        #expect(first.pagesStale && first.uncached)
+        #expect(f.volume.kernelMayHoldOldState(f.file))               // the next ones too
+        let told = f.observer.flush()
+        #expect(told.contains("item \(f.file.inode)"))
+        #expect(told.contains("entry f"))
+        close(writer)
+    }
+
     @Test func aTruncationByPathDropsThePages() throws {
         let f = try Fixture()
         #expect(truncate(f.documentsPath + "/f", 1) == 0)              // IN_MODIFY alone

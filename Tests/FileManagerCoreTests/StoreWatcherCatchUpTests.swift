@@ -61,11 +61,12 @@ struct StoreWatcherCatchUpTests {
         let file: Item
         var documentsPath: String { t.storePath("containers/com.example.notes/Documents") }
 
-        init() throws {
+        /// `writeback`: as under `-o writeback` (`Volume.kernelCachesWrites`).
+        init(writeback: Bool = false) throws {
             t = try TemporaryStore()
             try ContainerRegistry(store: t.store).create(BundleIdentifier("com.example.notes")!, caller: .current)
             _ = FileManager.default.createFile(atPath: t.storePath("containers/com.example.notes/Documents/f"), contents: Data("old".utf8))
-            let volume = Volume(store: t.store)
+            let volume = Volume(store: t.store, kernelCachesWrites: writeback)
             let (containers, _) = try withName("containers") { try volume.lookup(volume.root, $0) }
             let (notes, _) = try withName("com.example.notes") { try volume.lookup(containers, $0) }
             let (documents, _) = try withName("Documents") { try volume.lookup(notes, $0) }

@@ -10,7 +10,7 @@ export FUZZ_DIR=${FUZZ_DIR:-/var/tmp/containerfs-fuzz}
 mkdir -p "$FUZZ_DIR/logs"
 for s in $SEEDS; do for m in def wb; do
     W=(); [[ $m == wb ]] && W=(--writeback)
-    timeout 900 python3 "$here/coherence.py" run --seed "$s" --steps "$STEPS" "${W[@]}" --no-ptruncate ${FUZZ_FLAGS:-} \
+    timeout 900 python3 "$here/coherence.py" run --seed "$s" --steps "$STEPS" "${W[@]}" ${FUZZ_FLAGS:-} \
         --log "$FUZZ_DIR/logs/$TAG-$m-$s.jsonl" >"$FUZZ_DIR/logs/$TAG-$m-$s.out" 2>&1
     tail -1 "$FUZZ_DIR/logs/$TAG-$m-$s.out"
 done; done

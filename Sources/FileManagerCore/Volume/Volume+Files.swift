@@ -174,7 +174,11 @@ extension Volume {
         guard shown != now, shown != 0 else { return (st, false) }
         outsideItemChanges.note(item.inode)
         forgetCachedAttributes(item)
+        // Under writeback the kernel keeps the size it has for as long as it holds the
+        // inode: every handle is uncached until a look-up makes a new one (decision 22).
+        if kernelCachesWrites { markChangedOutside(item) }
         notify { $0.itemChanged(item.inode) }
+        if kernelCachesWrites { letGoOfOldInode(item.inode, knownAs: item.placement) }
         return (st, true)
     }
 
@@ -209,6 +213,32 @@ extension Volume {
     /// there).
     public func kernelMayHoldOldState(_ item: Item) -> Bool {
         kernelCachesWrites && item.changedOutsideEpoch.load(ordering: .acquiring) > item.lookedUpEpoch.load(ordering: .relaxed)
+    }
+
+    /// Under writeback: `item`'s content or times changed outside the mount, which the
+    /// kernel's inode of it will not show (`kernelMayHoldOldState`). Marked before the
+    /// epoch moves, so whoever sees the new epoch sees the mark. The watcher marks, and so
+    /// does an open that found the content moved (`pagesPredateContent`): the epoch only
+    /// ever grows, and two marks at once may share one.
+    func markChangedOutside(_ item: Item) {
+        let epoch = items.outsideEntryEpoch.load(ordering: .relaxed) &+ 1
+        item.changedOutsideEpoch.store(epoch, ordering: .relaxed)
+        items.outsideEntryEpoch.max(epoch, ordering: .releasing)
+    }
+
+    /// Under writeback the kernel would keep the old size and times of a file for as long
+    /// as it holds its inode: the entry goes, so that a next look-up makes a new inode once
+    /// nobody uses the old one (`entryLeadsToOldState`: never waited for).
+    func dropOldInode(parent: UInt64, name: FilePath.Component) {
+        notify { $0.entryLeadsToOldState(parent: parent, name: name) }
+    }
+
+    /// `dropOldInode` of the name the file is known as, and every other unused entry of its
+    /// inode, where the kernel can prune (FUSE_NOTIFY_PRUNE): a hard link's other names,
+    /// names the store gave the file, which the daemon does not know the kernel holds.
+    func letGoOfOldInode(_ inode: UInt64, knownAs entry: (parent: UInt64, name: FilePath.Component)?) {
+        if let (parent, name) = entry { dropOldInode(parent: parent, name: name) }
+        notify { $0.letGoOfOldState(inode) }
     }
 
     /// The kernel released a handle of `item`. Under writeback, if the item changed in the

@@ -364,8 +364,8 @@ public final class StoreWatcher: @unchecked Sendable {
                     // and the kernel keeps its own size for the file's other names
                     // (DESIGN.md 22).
                     if volume.kernelCachesWrites && item.isRegularFile {
-                        markChangedOutside(item)
-                        letGoOfOldInode(inode, knownAs: item.placement)
+                        volume.markChangedOutside(item)
+                        volume.letGoOfOldInode(inode, knownAs: item.placement)
                     }
                 }
                 tellItemChanged(inode, inline: inline)
@@ -562,9 +562,9 @@ public final class StoreWatcher: @unchecked Sendable {
         // The kernel is told to drop its pages: those it reads next show this content.
         file?.pagesShow.store(ContentStamp.of(st), ordering: .relaxed)
         let held = volume.kernelCachesWrites ? file : nil
-        if let held { markChangedOutside(held) }
+        if let held { volume.markChangedOutside(held) }
         tellItemChanged(inode, inline: inline, noted: true)
-        if held != nil { letGoOfOldInode(inode, knownAs: entry) }
+        if held != nil { volume.letGoOfOldInode(inode, knownAs: entry) }
         // While the daemon itself is changing the item, the state may have moved by
         // its hand (a write through another descriptor, a setattr not yet recorded):
         // the kernel's caches are dropped all the same (never stale), but presenters
@@ -612,31 +612,6 @@ public final class StoreWatcher: @unchecked Sendable {
               volume.items.item(UInt64(st.st_ino)) != nil else { return }
         volume.items.linkCounts.note(UInt64(st.st_ino), st)
         tellItemChanged(UInt64(st.st_ino), inline: inline)
-    }
-
-    /// Under writeback the kernel would keep the old size and times of a file for as long
-    /// as it holds its inode: the entry goes, so that a next look-up makes a new inode once
-    /// nobody uses the old one (`entryLeadsToOldState`: never waited for).
-    private func dropOldInode(parent: UInt64, name: FilePath.Component) {
-        volume.notify { $0.entryLeadsToOldState(parent: parent, name: name) }
-    }
-
-    /// `dropOldInode` of the name the file is known as, and every other unused entry of its
-    /// inode, where the kernel can prune (FUSE_NOTIFY_PRUNE): a hard link's other names,
-    /// names the store gave the file, which the daemon does not know the kernel holds.
-    private func letGoOfOldInode(_ inode: UInt64, knownAs entry: (parent: UInt64, name: FilePath.Component)?) {
-        if let (parent, name) = entry { dropOldInode(parent: parent, name: name) }
-        volume.notify { $0.letGoOfOldState(inode) }
-    }
-
-    /// Under writeback: `item`'s content or times changed outside the mount, which the
-    /// kernel's inode of it will not show (`Volume.kernelMayHoldOldState`). Marked before
-    /// the epoch moves, so whoever sees the new epoch sees the mark; epochs move only with
-    /// `draining` held.
-    private func markChangedOutside(_ item: Item) {
-        let epoch = volume.items.outsideEntryEpoch.load(ordering: .relaxed) &+ 1
-        item.changedOutsideEpoch.store(epoch, ordering: .relaxed)
-        volume.items.outsideEntryEpoch.store(epoch, ordering: .releasing)
     }
 
     private func tellEntryChanged(parent: UInt64, name: FilePath.Component, inline: Bool) {
@@ -710,12 +685,12 @@ public final class StoreWatcher: @unchecked Sendable {
         for inode in inodes {
             volume.forgetCachedAttributes(inode)
             if volume.kernelCachesWrites, let item = volume.items.item(inode), item.isRegularFile {
-                markChangedOutside(item)
+                volume.markChangedOutside(item)
                 files.append(item)
             }
             volume.notify { $0.itemChanged(inode) }
         }
-        for case let (parent, name)? in files.map(\.placement) { dropOldInode(parent: parent, name: name) }
+        for case let (parent, name)? in files.map(\.placement) { volume.dropOldInode(parent: parent, name: name) }
         volume.notify { $0.resync() }
         listener?.storeChanged(.resync(nil))
         // Long timeouts and kept pages again. The invalidations above are queued first and
