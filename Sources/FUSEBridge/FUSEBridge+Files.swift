@@ -54,18 +54,16 @@ extension FUSEBridge {
         }) { [self, info] reply, _ in
             var info = info
             do {
-                // Under writeback the kernel may still hold the inode of before an edit made
-                // in the store, with the old size (DESIGN.md 22): this handle is uncached,
-                // its reads end and its appends land at the store's end of file. A
-                // truncating open makes the size 0 anyway.
-                let uncached = flags & O_TRUNC == 0 && volume.kernelMayHoldOldState(item)
-                let file = try volume.open(item, flags: flags, caller: caller, uncached: uncached)
+                let file = try volume.open(item, flags: flags, caller: caller)
                 info.fh = FUSEBridge.retain(file)
                 let backing = handleMode(&info, file, keepsPages: keepsPages)
-                // The kernel is being told that its size and times of the file are old: a
-                // read that began before that news and ended short would not cut the size
-                // (the news moved the attribute version), and would read zeros to the old end.
-                guard file.pagesStale else { return answerOpen(reply, info, backing) }
+                // An open that found the content moved (this one, or another just before it)
+                // is telling the kernel that its size and times of the file are old: a read
+                // that began before that news and ended short would not cut the size (the
+                // news moved the attribute version), and would read zeros to the old end.
+                guard flags & O_TRUNC == 0, file.pagesStale || volume.observersHavePendingChanges(for: item.inode) else {
+                    return answerOpen(reply, info, backing)
+                }
                 let parked = ParkedRequest(reply), opened = info
                 if !volume.afterObserversCaughtUp(with: item.inode, { [self] in answerOpen(parked.take(), opened, backing) }) {
                     answerOpen(parked.take(), opened, backing)

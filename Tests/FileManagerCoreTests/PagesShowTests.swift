@@ -52,6 +52,34 @@ struct PagesShowTests {
         close(writer)
     }
 
+    /// Two opens at once: the second finds the stamps equal, but the first one's news is
+    /// still on its way, which the second must wait for too (`FUSEBridge.open`).
+    @Test func anOpenBehindOneThatFoundAChangeSeesItsNewsPending() throws {
+        let f = try Fixture()
+        #expect(truncate(f.documentsPath + "/f", 1) == 0)
+        #expect(try f.volume.open(f.file, flags: O_RDONLY).pagesStale)
+        #expect(try f.volume.open(f.file, flags: O_RDONLY).pagesStale == false)
+        #expect(f.volume.observersHavePendingChanges(for: f.file.inode))
+        _ = f.observer.flush()
+        #expect(f.volume.observersHavePendingChanges(for: f.file.inode) == false)
+    }
+
+    /// Under writeback the kernel writes its mtime back (a SETATTR after a rename): set on
+    /// a file a writer in the store has rewritten in place, it may bring back the very
+    /// stamp the pages were known to show, though their bytes are gone.
+    @Test func anOwnSetattrThatBringsBackTheStampOfThePagesLeavesThemInDoubt() throws {
+        let f = try Fixture()
+        let old = try Syscall.fstat(f.file.fd)
+        let writer = open(f.documentsPath + "/f", O_WRONLY)
+        #expect(pwrite(writer, "new", 3, 0) == 3)                      // the same size
+        var changes = AttributeChanges()
+        changes.modificationTime = .set(old.st_mtim)
+        _ = try f.volume.setAttributes(f.file, changes, handle: nil)
+        #expect(ContentStamp.of(try Syscall.fstat(f.file.fd)) == ContentStamp.of(old))
+        #expect(try Self.reopen(f).stale)
+        close(writer)
+    }
+
     @Test func aTruncationByPathDropsThePages() throws {
         let f = try Fixture()
         #expect(truncate(f.documentsPath + "/f", 1) == 0)              // IN_MODIFY alone

@@ -60,7 +60,11 @@ public final class Item: @unchecked Sendable {
     /// look-up), when the watcher told it of a change, when the daemon's own handle closed
     /// in the state its last write left and after its own `setattr`; an open that finds the
     /// file otherwise drops the pages (`Volume.open`).
-    let pagesShow = Atomic<UInt64>(0)
+    let pagesShow = Atomic<UInt64>(ContentStamp.unknown)
+    /// Regular files: the daemon's own changes under way, which move the content with no
+    /// record of each step (handles with write access, `setattr`s): an open then compares
+    /// nothing (`Volume.pagesPredateContent`).
+    let ownChangesUnderWay = Atomic<Int>(0)
     /// Something a client of the core tied to this item's life (the FUSE bridge: the
     /// kernel's passthrough registration of `fd`, DESIGN.md 29); it goes when the item goes.
     public let attachment = Mutex<(any AnyObject & Sendable)?>(nil)

@@ -50,6 +50,7 @@ public final class OpenFile: @unchecked Sendable {
         self.uncached = uncached
         self.ownChanges = accessMode != O_RDONLY ? ownChanges : nil
         self.ownChanges?.changing(item.inode, true)
+        if accessMode != O_RDONLY { item.ownChangesUnderWay.add(1, ordering: .acquiring) }
         if self.ownChanges != nil || mark != .max {  // the state its close will be compared with
             if let state { ownChanges.recordItem(item.inode, state, after: mark) }
             else { ownChanges.recordItem(item.inode, descriptor: fd, after: mark) }
@@ -60,11 +61,15 @@ public final class OpenFile: @unchecked Sendable {
     deinit {
         item.openHandles.subtract(1, ordering: .relaxed)
         if let ownChanges {  // the close echoes as IN_CLOSE_WRITE
-            if writesUnseen.load(ordering: .relaxed) { ownChanges.recordItem(item.inode, descriptor: fd, after: 0) }
-            else if let st = ownChanges.closingItem(item.inode, descriptor: fd) {
+            if writesUnseen.load(ordering: .relaxed) {
+                // The kernel wrote to the backing file itself, past its FUSE pages.
+                ownChanges.recordItem(item.inode, descriptor: fd, after: 0)
+                item.pagesShow.store(ContentStamp.unknown, ordering: .relaxed)
+            } else if let st = ownChanges.closingItem(item.inode, descriptor: fd) {
                 // The content its writes left, which went through the kernel's pages.
                 item.pagesShow.store(ContentStamp.of(st), ordering: .relaxed)
             }
+            item.ownChangesUnderWay.subtract(1, ordering: .releasing)
         }
         Syscall.close(fd)
         ownChanges?.changing(item.inode, false)
@@ -126,9 +131,9 @@ extension Volume {
     /// Opens an existing file. Opening for writing (or with O_TRUNC) is a modification and
     /// is refused in the bundle and snapshots (EROFS) and in Inbox (EACCES). An O_TRUNC
     /// clears set-ID bits as `caller` would (`Credentials.clearingSetID`).
-    /// `uncached`: the kernel reads and writes this handle through the daemon only
-    /// (`kernelMayHoldOldState`).
-    public func open(_ item: Item, flags: CInt, caller: Caller? = nil, uncached: Bool = false) throws(Errno) -> OpenFile {
+    /// Under writeback a handle is uncached (`OpenFile.uncached`) while the kernel may hold
+    /// the file's inode of before an edit made in the store (`kernelMayHoldOldState`).
+    public func open(_ item: Item, flags: CInt, caller: Caller? = nil) throws(Errno) -> OpenFile {
         // The kernel opens FIFOs, sockets and devices itself; only a race with a change in
         // the store could bring one here, and the daemon must never open one (a FIFO would
         // block a worker, a device would hand a user the device).
@@ -140,9 +145,10 @@ extension Volume {
         let mark = flags & O_TRUNC != 0 ? ownChanges.queuePosition() : .max
         // A truncating open replaces the content: the kernel drops its pages itself.
         let (st, pagesStale) = flags & O_TRUNC == 0 ? pagesPredateContent(item) : (nil, false)
-        // Under writeback the kernel keeps the size it has: only an uncached handle reads to
-        // the store's end of file (`kernelMayHoldOldState`).
-        let uncached = uncached || (pagesStale && kernelCachesWrites)
+        // Under writeback the kernel may still hold the inode of before an edit made in the
+        // store, with the old size (DESIGN.md 22): the handle is uncached, its reads end and
+        // its appends land at the store's end of file. A truncating open makes the size 0.
+        let uncached = flags & O_TRUNC == 0 && kernelMayHoldOldState(item)
         let fd = try sheddingOnShortage { () throws(Errno) in
             try Credentials.clearingSetID(for: flags & O_TRUNC != 0 ? caller : nil, on: item.fd) { () throws(Errno) in
                 try Syscall.reopen(item.fd, backingFlags(flags & ~Volume.strippedOpenFlags, uncached: uncached) | O_NONBLOCK)
@@ -163,15 +169,21 @@ extension Volume {
     /// daemon's echo (a coherence fuzzer, DESIGN.md 14). The file's content now is compared
     /// with what the pages were last known to show (`Item.pagesShow`); when they differ the
     /// kernel is told, as of an outside change, and the open keeps no pages. Not while the
-    /// daemon itself has the file open for writing (its writes move the content without a
-    /// record per write), nor without a complete watcher (no pages are kept then).
-    /// Returns the state read, for the handle's record.
+    /// daemon itself changes the file (`Item.ownChangesUnderWay`: its writes move the
+    /// content without a record per write), nor without a complete watcher (no pages are
+    /// kept then). Returns the state read, for the handle's record.
     private func pagesPredateContent(_ item: Item) -> (stat?, Bool) {
-        guard ownChanges.enabled.load(ordering: .relaxed), !ownChanges.isChanging(item.inode),
+        guard ownChanges.enabled.load(ordering: .relaxed), item.ownChangesUnderWay.load(ordering: .acquiring) == 0,
               let st = try? Syscall.fstat(item.fd) else { return (nil, false) }
         let now = ContentStamp.of(st)
-        let shown = item.pagesShow.exchange(now, ordering: .relaxed)
-        guard shown != now, shown != 0 else { return (st, false) }
+        let shown = item.pagesShow.load(ordering: .relaxed)
+        guard shown != now else { return (st, false) }
+        // A change of the daemon's that began after the look above moved the content by
+        // its own hand; another open that swapped first tells the kernel itself (and this
+        // one waits for that news with it, `FUSEBridge.open`).
+        guard item.ownChangesUnderWay.load(ordering: .acquiring) == 0,
+              item.pagesShow.compareExchange(expected: shown, desired: now, ordering: .relaxed).exchanged,
+              shown != ContentStamp.unknown else { return (st, false) }
         outsideItemChanges.note(item.inode)
         forgetCachedAttributes(item)
         // Under writeback the kernel keeps the size it has for as long as it holds the

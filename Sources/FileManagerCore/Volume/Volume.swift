@@ -77,7 +77,7 @@ public final class Volume: Sendable {
     var observersCanLetGo: Bool { changeObservers.withLock { $0 }.contains { $0.canLetGo } }
 
     /// Whether an observer has yet to act on something it was told about the item `inode`.
-    func observersHavePendingChanges(for inode: UInt64) -> Bool {
+    public func observersHavePendingChanges(for inode: UInt64) -> Bool {
         changeObservers.withLock { $0 }.contains { $0.hasPendingChanges(for: inode) }
     }
 
@@ -155,6 +155,7 @@ public final class Volume: Sendable {
         }
         if !used { Syscall.close(fd) }
         let now = try current(st, of: item, since: changes)
+        if used && item.isRegularFile { item.pagesShow.store(ContentStamp.of(now), ordering: .relaxed) }  // what the kernel is told
         items.linkCounts.note(item.inode, now)
         if kernelCachesWrites && !used { notingNameGivenWhileStale(item, parent, name) }
         return (item, now)

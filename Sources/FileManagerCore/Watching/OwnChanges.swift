@@ -388,30 +388,37 @@ public final class OwnChanges: Sendable {
         }
     }
 
+    /// `changingItem` of an item of the volume. A change of a regular file's content made
+    /// from the content the kernel's pages show leaves pages that show the new one
+    /// (`Item.pagesShow`: the kernel truncates its own, and times change no page); one made
+    /// from other content that left the content the pages show by its stamp (under
+    /// writeback the kernel sets back an mtime a writer in the store moved) leaves them in
+    /// doubt.
+    func changingItem(_ item: Item, _ body: () throws(Errno) -> stat) throws(Errno) -> stat {
+        guard item.isRegularFile else { return try changingItem(item.inode, descriptor: item.fd, body) }
+        item.ownChangesUnderWay.add(1, ordering: .acquiring)
+        defer { item.ownChangesUnderWay.subtract(1, ordering: .releasing) }
+        return try changingItem(item.inode, descriptor: item.fd, body) { before, after in
+            let (from, to) = (ContentStamp.of(before), ContentStamp.of(after))
+            let shown = item.pagesShow.load(ordering: .relaxed)
+            if shown == from || (shown == to && from != to) {
+                item.pagesShow.store(shown == from ? to : ContentStamp.doubtful, ordering: .relaxed)
+            }
+        }
+    }
+
     /// Runs one change of the item (whose descriptor is `fd`) by the daemon, recording its
     /// state after (`st`). Its IN_ATTRIB is marked with the queue's position before the
     /// change — or with the mark of the daemon's previous change, if the item was still in
     /// the state that one left (inotify may merge the two echoes into the first). A close
     /// still to come keeps the previous change's mark for IN_CLOSE_WRITE (none: `.max`).
-    func changingItem(_ inode: UInt64, descriptor fd: CInt, _ body: () throws(Errno) -> stat) throws(Errno) -> stat {
-        try changingItem(inode, descriptor: fd, body).after
-    }
-
-    /// `changingItem` of an item of the volume. A change of a regular file's content made
-    /// from the content the kernel's pages show leaves pages that show the new one
-    /// (`Item.pagesShow`: the kernel truncates its own, and times change no page).
-    func changingItem(_ item: Item, _ body: () throws(Errno) -> stat) throws(Errno) -> stat {
-        let (before, after) = try changingItem(item.inode, descriptor: item.fd, body)
-        if item.isRegularFile, let before {
-            _ = item.pagesShow.compareExchange(expected: ContentStamp.of(before), desired: ContentStamp.of(after), ordering: .relaxed)
-        }
-        return after
-    }
-
-    private func changingItem(_ inode: UInt64, descriptor fd: CInt, _ body: () throws(Errno) -> stat) throws(Errno) -> (before: stat?, after: stat) {
+    /// `changed`: told the states before and after while the change still counts as under
+    /// way (`isChanging`).
+    func changingItem(_ inode: UInt64, descriptor fd: CInt, _ body: () throws(Errno) -> stat,
+                              changed: ((stat, stat) -> Void)? = nil) throws(Errno) -> stat {
         changing(inode, true)
         defer { changing(inode, false) }
-        guard enabled.load(ordering: .acquiring) else { return (nil, try body()) }
+        guard enabled.load(ordering: .acquiring) else { return try body() }
         var attributesMark = queuePosition()
         var closeMark = UInt64.max
         let before = try? Syscall.fstat(fd)
@@ -427,7 +434,8 @@ public final class OwnChanges: Sendable {
         // The echo is queued by now, before this position; none known (0) without an exact
         // one (`position` may overshoot by a buffer, which would keep the mark for long).
         recordItem(inode, st, after: attributesMark, closeAfter: closeMark, echoBy: cursor.exactPosition() ?? 0)
-        return (before, st)
+        if let changed, let before { changed(before, st) }
+        return st
     }
 
     /// Whether the daemon is changing the item right now.
