@@ -100,12 +100,19 @@ struct PagesShowTests {
         #expect(after.told.isEmpty)
     }
 
+    /// A WRITE through a handle, as the FUSE bridge makes it.
+    private static func write(_ handle: OpenFile, _ text: String, at offset: off_t = 0) {
+        let start = handle.writeStarts()
+        #expect(pwrite(handle.fd, text, text.utf8.count, offset) == text.utf8.count)
+        handle.wrote(from: start)
+    }
+
     @Test func theDaemonsOwnWritesKeepThePages() throws {
         let f = try Fixture()
         do {
             let handle = try f.volume.open(f.file, flags: O_WRONLY)
-            #expect(pwrite(handle.fd, "own and longer", 14, 0) == 14)
-            handle.wrote()
+            Self.write(handle, "own and longer")
+            Self.write(handle, "and more", at: 14)
         }                                                              // released
         f.watcher.readQueue()
         _ = f.observer.flush()
@@ -127,18 +134,38 @@ struct PagesShowTests {
         #expect(try Self.reopen(f).stale == false)
     }
 
-    /// While the daemon has the file open for writing its writes move the content with no
-    /// record of what the pages show: an open then compares nothing, and the handle's close
-    /// records the content its writes left.
-    @Test func anOpenBesideTheDaemonsWriterComparesNothing() throws {
+    /// While the daemon has the file open for writing, the pages show what its writes
+    /// left: an open beside it keeps them if the file is in that state, and the handle's
+    /// close records it.
+    @Test func anOpenBesideTheDaemonsWriterKeepsThePagesItsWritesLeft() throws {
         let f = try Fixture()
         var handle: OpenFile? = try f.volume.open(f.file, flags: O_WRONLY)
-        #expect(pwrite(handle!.fd, "own and longer", 14, 0) == 14)
-        handle!.wrote()
+        Self.write(handle!, "own and longer")
         #expect(try Self.reopen(f).stale == false)
         let written = ContentStamp.of(try Syscall.fstat(f.file.fd))
         #expect(f.file.pagesShow.load(ordering: .relaxed) != written)
         handle = nil                                                   // released
         #expect(f.file.pagesShow.load(ordering: .relaxed) == written)
+    }
+
+    /// A change no event tells of, made between two writes of the daemon's: its writes
+    /// would carry it into the state their close records as what the pages show.
+    @Test func aTruncationByPathBetweenTheDaemonsWritesLeavesThePagesInDoubt() throws {
+        let f = try Fixture()
+        var handle: OpenFile? = try f.volume.open(f.file, flags: O_WRONLY)
+        Self.write(handle!, "own and longer")
+        #expect(truncate(f.documentsPath + "/f", 4) == 0)              // IN_MODIFY alone
+        Self.write(handle!, "x")
+        handle = nil                                                   // released
+        #expect(try Self.reopen(f).stale)
+    }
+
+    @Test func anOpenBesideTheDaemonsWriterAfterAnOutsideChangeDropsThePages() throws {
+        let f = try Fixture()
+        let handle = try f.volume.open(f.file, flags: O_WRONLY)
+        Self.write(handle, "own and longer")
+        #expect(truncate(f.documentsPath + "/f", 4) == 0)
+        #expect(try Self.reopen(f).stale)
+        withExtendedLifetime(handle) {}
     }
 }

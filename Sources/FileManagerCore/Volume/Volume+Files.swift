@@ -66,8 +66,14 @@ public final class OpenFile: @unchecked Sendable {
                 ownChanges.recordItem(item.inode, descriptor: fd, after: 0)
                 item.pagesShow.store(ContentStamp.unknown, ordering: .relaxed)
             } else if let st = ownChanges.closingItem(item.inode, descriptor: fd) {
-                // The content its writes left, which went through the kernel's pages.
-                item.pagesShow.store(ContentStamp.of(st), ordering: .relaxed)
+                // The content its writes left, which went through the kernel's pages, unless
+                // someone else changed the file between them.
+                var shown = item.pagesShow.load(ordering: .relaxed)
+                while shown != ContentStamp.doubtful {
+                    let (done, now) = item.pagesShow.compareExchange(expected: shown, desired: ContentStamp.of(st), ordering: .relaxed)
+                    if done { break }
+                    shown = now
+                }
             }
             item.ownChangesUnderWay.subtract(1, ordering: .releasing)
         }
@@ -78,7 +84,12 @@ public final class OpenFile: @unchecked Sendable {
     /// Before a write through this handle: what `wrote` needs to know of the state the
     /// write starts from (`OwnChanges.stateBeforeWrite`; nil, and no system call, unless an
     /// attribute change of the daemon's has an echo still to come).
-    public func writeStarts() -> stat? { ownChanges?.stateBeforeWrite(item.inode, descriptor: fd) }
+    public func writeStarts() -> stat? {
+        guard let ownChanges else { return nil }
+        let (start, continues) = ownChanges.beforeWrite(item.inode, descriptor: fd)
+        if !continues { item.pagesShow.store(ContentStamp.doubtful, ordering: .relaxed) }
+        return start
+    }
 
     /// The daemon wrote through this handle: records the state the write left, which the
     /// handle's close echoes (`OwnChanges.closingItem`). Called by the FUSE bridge after each
@@ -173,8 +184,19 @@ extension Volume {
     /// content without a record per write), nor without a complete watcher (no pages are
     /// kept then). Returns the state read, for the handle's record.
     private func pagesPredateContent(_ item: Item) -> (stat?, Bool) {
-        guard ownChanges.enabled.load(ordering: .relaxed), item.ownChangesUnderWay.load(ordering: .acquiring) == 0,
-              let st = try? Syscall.fstat(item.fd) else { return (nil, false) }
+        guard ownChanges.enabled.load(ordering: .relaxed), let st = try? Syscall.fstat(item.fd) else { return (nil, false) }
+        if item.ownChangesUnderWay.load(ordering: .acquiring) > 0 {
+            // Beside the daemon's own writer: the file must be in the state its last change
+            // left, or someone else changed it meanwhile (its pages are in doubt). Pages in
+            // doubt are dropped; from then on they show what the writer's changes leave.
+            if ownChanges.continuesOwnState(item.inode, st) {
+                let (cleared, _) = item.pagesShow.compareExchange(expected: ContentStamp.doubtful, desired: ContentStamp.unknown,
+                                                                  ordering: .relaxed)
+                return (st, cleared && kernelToldOfChange(item))
+            }
+            item.pagesShow.store(ContentStamp.doubtful, ordering: .relaxed)
+            return (st, kernelToldOfChange(item))
+        }
         let now = ContentStamp.of(st)
         let shown = item.pagesShow.load(ordering: .relaxed)
         guard shown != now else { return (st, false) }
@@ -184,6 +206,12 @@ extension Volume {
         guard item.ownChangesUnderWay.load(ordering: .acquiring) == 0,
               item.pagesShow.compareExchange(expected: shown, desired: now, ordering: .relaxed).exchanged,
               shown != ContentStamp.unknown else { return (st, false) }
+        return (st, kernelToldOfChange(item))
+    }
+
+    /// Tells the kernel, as of an outside change, that its pages and attributes of `item`
+    /// are old; returns true.
+    private func kernelToldOfChange(_ item: Item) -> Bool {
         outsideItemChanges.note(item.inode)
         forgetCachedAttributes(item)
         // Under writeback the kernel keeps the size it has for as long as it holds the
@@ -191,7 +219,7 @@ extension Volume {
         if kernelCachesWrites { markChangedOutside(item) }
         notify { $0.itemChanged(item.inode) }
         if kernelCachesWrites { letGoOfOldInode(item.inode, knownAs: item.placement) }
-        return (st, true)
+        return true
     }
 
     /// Whether the name the kernel resolved to `item` now leads elsewhere in the store, or

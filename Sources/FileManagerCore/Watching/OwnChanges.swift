@@ -232,10 +232,27 @@ public final class OwnChanges: Sendable {
     /// the kernel dropped the file's attributes (and, under writeback, its entry) at every
     /// commit.
     func stateBeforeWrite(_ inode: UInt64, descriptor fd: CInt) -> stat? {
-        guard enabled.load(ordering: .relaxed) else { return nil }
+        beforeWrite(inode, descriptor: fd).forRecord
+    }
+
+    /// `stateBeforeWrite`, and whether the item is in the state the daemon's last change
+    /// of it left (an `fstat` every time): a change in between was someone else's, which no
+    /// event may tell of (a `truncate(2)` by path; a writer's close that inotify merges with
+    /// the daemon's), and which the daemon's writes would then take for their own
+    /// (`Item.pagesShow`).
+    func beforeWrite(_ inode: UInt64, descriptor fd: CInt) -> (forRecord: stat?, continues: Bool) {
+        guard enabled.load(ordering: .relaxed), let st = try? Syscall.fstat(fd) else { return (nil, true) }
         let handled = cursor.handledBytes.load(ordering: .acquiring)
-        let pending = items.withLock { table in table[inode].map { $0.echoBy > handled } ?? false }
-        return pending ? try? Syscall.fstat(fd) : nil
+        let (pending, continues) = items.withLock { table -> (Bool, Bool) in
+            guard let e = table[inode] else { return (false, false) }
+            return (e.echoBy > handled, e.describes(st))
+        }
+        return (pending ? st : nil, continues)
+    }
+
+    /// Whether `st` is the state the daemon's last change of the item left.
+    func continuesOwnState(_ inode: UInt64, _ st: stat) -> Bool {
+        items.withLock { $0[inode]?.describes(st) ?? false }
     }
 
     /// After a write through a handle (`fd`): records the state it left, which the handle's
@@ -398,7 +415,13 @@ public final class OwnChanges: Sendable {
         guard item.isRegularFile else { return try changingItem(item.inode, descriptor: item.fd, body) }
         item.ownChangesUnderWay.add(1, ordering: .acquiring)
         defer { item.ownChangesUnderWay.subtract(1, ordering: .releasing) }
-        return try changingItem(item.inode, descriptor: item.fd, body) { before, after in
+        return try changingItem(item.inode, descriptor: item.fd, body) { before, after, continues in
+            // Beside a handle of the daemon's that writes, the pages show what its writes
+            // left: in doubt if the file was not in that state.
+            if item.ownChangesUnderWay.load(ordering: .acquiring) > 1 {
+                if !continues { item.pagesShow.store(ContentStamp.doubtful, ordering: .relaxed) }
+                return
+            }
             let (from, to) = (ContentStamp.of(before), ContentStamp.of(after))
             let shown = item.pagesShow.load(ordering: .relaxed)
             if shown == from || (shown == to && from != to) {
@@ -412,21 +435,24 @@ public final class OwnChanges: Sendable {
     /// change — or with the mark of the daemon's previous change, if the item was still in
     /// the state that one left (inotify may merge the two echoes into the first). A close
     /// still to come keeps the previous change's mark for IN_CLOSE_WRITE (none: `.max`).
-    /// `changed`: told the states before and after while the change still counts as under
-    /// way (`isChanging`).
+    /// `changed`: told the states before and after, and whether the state before was the
+    /// one the daemon's last change left, while the change still counts as under way
+    /// (`isChanging`).
     func changingItem(_ inode: UInt64, descriptor fd: CInt, _ body: () throws(Errno) -> stat,
-                              changed: ((stat, stat) -> Void)? = nil) throws(Errno) -> stat {
+                              changed: ((stat, stat, Bool) -> Void)? = nil) throws(Errno) -> stat {
         changing(inode, true)
         defer { changing(inode, false) }
         guard enabled.load(ordering: .acquiring) else { return try body() }
         var attributesMark = queuePosition()
         var closeMark = UInt64.max
+        var continues = false
         let before = try? Syscall.fstat(fd)
         if let before {
             items.withLock { table in
                 if let e = table[inode], e.describes(before) {
                     attributesMark = min(attributesMark, e.attributesAfter)
                     closeMark = e.closeAfter
+                    continues = true
                 }
             }
         }
@@ -434,7 +460,7 @@ public final class OwnChanges: Sendable {
         // The echo is queued by now, before this position; none known (0) without an exact
         // one (`position` may overshoot by a buffer, which would keep the mark for long).
         recordItem(inode, st, after: attributesMark, closeAfter: closeMark, echoBy: cursor.exactPosition() ?? 0)
-        if let changed, let before { changed(before, st) }
+        if let changed, let before { changed(before, st, continues) }
         return st
     }
 
