@@ -168,4 +168,19 @@ struct PagesShowTests {
         #expect(try Self.reopen(f).stale)
         withExtendedLifetime(handle) {}
     }
+
+    /// Under writeback the kernel's writes come late and in parallel: a check could take
+    /// one of them for someone else's, and pages in doubt there leave every later handle
+    /// uncached, so the daemon's writes check nothing (`OwnChanges.checksOwnState`).
+    @Test func underWritebackTheDaemonsWritesCheckNothing() throws {
+        let f = try Fixture(writeback: true)
+        var handle: OpenFile? = try f.volume.open(f.file, flags: O_WRONLY)
+        Self.write(handle!, "own and longer")
+        #expect(truncate(f.documentsPath + "/f", 4) == 0)
+        Self.write(handle!, "x")
+        #expect(f.file.pagesShow.load(ordering: .relaxed) != ContentStamp.doubtful)
+        handle = nil
+        #expect(try Self.reopen(f).stale == false)
+        #expect(f.volume.kernelMayHoldOldState(f.file) == false)
+    }
 }

@@ -186,6 +186,7 @@ extension Volume {
     private func pagesPredateContent(_ item: Item) -> (stat?, Bool) {
         guard ownChanges.enabled.load(ordering: .relaxed), let st = try? Syscall.fstat(item.fd) else { return (nil, false) }
         if item.ownChangesUnderWay.load(ordering: .acquiring) > 0 {
+            guard ownChanges.checksOwnState else { return (st, false) }
             // Beside the daemon's own writer: the file must be in the state its last change
             // left, or someone else changed it meanwhile (its pages are in doubt). Pages in
             // doubt are dropped; from then on they show what the writer's changes leave.

@@ -25,7 +25,7 @@ public final class Volume: Sendable {
 
     private let changeObservers = Mutex<[any VolumeObserver]>([])
     /// The daemon's own pending changes, so their inotify echoes are not reported again.
-    public let ownChanges = OwnChanges()
+    public let ownChanges: OwnChanges
     /// Items the watcher lately found changed outside the mount (a look-up racing one).
     let outsideItemChanges = OutsideItemChanges()
     /// Bumped when every directory listing the kernel cached may be wrong (`ListingCache`).
@@ -44,6 +44,7 @@ public final class Volume: Sendable {
     public init(store: Store, kernelCachesWrites: Bool = false, logger: Logger = Logger(label: "containerfs.volume")) {
         self.store = store
         self.kernelCachesWrites = kernelCachesWrites
+        ownChanges = OwnChanges(checksOwnState: !kernelCachesWrites)
         self.registry = ContainerRegistry(store: store)
         self.logger = logger
         root = Item(inode: Volume.rootInode, fd: -1, type: S_IFDIR, zone: .root, parent: nil, name: nil, epoch: 0)
