@@ -248,6 +248,7 @@ class Runner:
         self.burst = []
         self.stepno = 0
         self.wb_mount_written = set()  # inodes whose times the kernel keeps (writeback)
+        self.wb_unheard = set()  # changed unheard while the mount wrote them (writeback)
         self.linked_before = set()     # inodes that had nlink > 1 at some point
         self.last_ino = {}             # path -> store inode at the last check
 
@@ -456,6 +457,11 @@ class Runner:
         return 'ok'
 
     def unheard(self, ino):
+        if self.wb and any(h['ino'] == ino and h['how'] not in ('r', 'mmr') for h in self.mh.values()):
+            self.wb_unheard.add(ino)  # left to the kernel, for as long as it holds the inode
+        self.mark_unheard(ino)
+
+    def mark_unheard(self, ino):
         """A change in the store no event tells of yet (a held writer's write, a
         truncate(2) by path) while the mount has the file open for writing: not checked
         with --lenient-held (DESIGN.md 14)."""
@@ -484,7 +490,7 @@ class Runner:
     def lenient_content(self):
         """Inodes whose content a fresh open need not show exactly (documented or
         not yet complete outside changes, or the mount's own unflushed pages)."""
-        s = set()
+        s = set(self.wb_unheard)
         for h in self.sh.values():
             if h['wrote'] and LENIENT_HELD:
                 s.add(h['ino'])
