@@ -61,7 +61,7 @@ extension FUSEBridge {
                 // is telling the kernel that its size and times of the file are old: a read
                 // that began before that news and ended short would not cut the size (the
                 // news moved the attribute version), and would read zeros to the old end.
-                guard flags & O_TRUNC == 0, file.pagesStale || volume.observersHavePendingChanges(for: item.inode) else {
+                guard flags & O_TRUNC == 0, volume.observersHavePendingChanges(for: item.inode) else {
                     return answerOpen(reply, info, backing)
                 }
                 let parked = ParkedRequest(reply), opened = info

@@ -49,8 +49,7 @@ public final class OpenFile: @unchecked Sendable {
         self.pagesStale = pagesStale
         self.uncached = uncached
         self.ownChanges = accessMode != O_RDONLY ? ownChanges : nil
-        self.ownChanges?.changing(item.inode, true)
-        if accessMode != O_RDONLY { item.ownChangesUnderWay.add(1, ordering: .acquiring) }
+        self.ownChanges?.changing(item, true)
         if self.ownChanges != nil || mark != .max {  // the state its close will be compared with
             if let state { ownChanges.recordItem(item.inode, state, after: mark) }
             else { ownChanges.recordItem(item.inode, descriptor: fd, after: mark) }
@@ -75,10 +74,9 @@ public final class OpenFile: @unchecked Sendable {
                     shown = now
                 }
             }
-            item.ownChangesUnderWay.subtract(1, ordering: .releasing)
         }
         Syscall.close(fd)
-        ownChanges?.changing(item.inode, false)
+        ownChanges?.changing(item, false)
     }
 
     /// Before a write through this handle: what `wrote` needs to know of the state the
@@ -193,10 +191,12 @@ extension Volume {
             if ownChanges.continuesOwnState(item.inode, st) {
                 let (cleared, _) = item.pagesShow.compareExchange(expected: ContentStamp.doubtful, desired: ContentStamp.unknown,
                                                                   ordering: .relaxed)
-                return (st, cleared && kernelToldOfChange(item))
+                guard cleared else { return (st, false) }
+            } else {
+                item.pagesShow.store(ContentStamp.doubtful, ordering: .relaxed)
             }
-            item.pagesShow.store(ContentStamp.doubtful, ordering: .relaxed)
-            return (st, kernelToldOfChange(item))
+            kernelToldOfChange(item)
+            return (st, true)
         }
         let now = ContentStamp.of(st)
         let shown = item.pagesShow.load(ordering: .relaxed)
@@ -207,12 +207,13 @@ extension Volume {
         guard item.ownChangesUnderWay.load(ordering: .acquiring) == 0,
               item.pagesShow.compareExchange(expected: shown, desired: now, ordering: .relaxed).exchanged,
               shown != ContentStamp.unknown else { return (st, false) }
-        return (st, kernelToldOfChange(item))
+        kernelToldOfChange(item)
+        return (st, true)
     }
 
     /// Tells the kernel, as of an outside change, that its pages and attributes of `item`
-    /// are old; returns true.
-    private func kernelToldOfChange(_ item: Item) -> Bool {
+    /// are old.
+    private func kernelToldOfChange(_ item: Item) {
         outsideItemChanges.note(item.inode)
         forgetCachedAttributes(item)
         // Under writeback the kernel keeps the size it has for as long as it holds the
@@ -220,7 +221,6 @@ extension Volume {
         if kernelCachesWrites { markChangedOutside(item) }
         notify { $0.itemChanged(item.inode) }
         if kernelCachesWrites { letGoOfOldInode(item.inode, knownAs: item.placement) }
-        return true
     }
 
     /// Whether the name the kernel resolved to `item` now leads elsewhere in the store, or

@@ -156,7 +156,8 @@ public final class Volume: Sendable {
         }
         if !used { Syscall.close(fd) }
         let now = try current(st, of: item, since: changes)
-        if used && item.isRegularFile { item.pagesShow.store(ContentStamp.of(now), ordering: .relaxed) }  // what the kernel is told
+        // A new inode in the kernel, which takes its size and times from this answer.
+        if used && item.isRegularFile { item.pagesShow.store(ContentStamp.of(now), ordering: .relaxed) }
         items.linkCounts.note(item.inode, now)
         if kernelCachesWrites && !used { notingNameGivenWhileStale(item, parent, name) }
         return (item, now)
@@ -220,11 +221,8 @@ public final class Volume: Sendable {
             let fd = try open()
             let parentZone = zone(of: parent)
             let zone = parentZone.child(named: name, isDirectory: type == S_IFDIR, key: inode)
-            let item = Item(inode: inode, fd: fd, type: type, zone: zone, parent: parent,
-                            name: FilePath.Component(platformString: name), epoch: items.zoneEpoch.load(ordering: .acquiring))
-            // A new inode in the kernel, which takes its size and times from this look-up.
-            if type == S_IFREG { item.pagesShow.store(ContentStamp.of(st), ordering: .relaxed) }
-            return item
+            return Item(inode: inode, fd: fd, type: type, zone: zone, parent: parent,
+                        name: FilePath.Component(platformString: name), epoch: items.zoneEpoch.load(ordering: .acquiring))
         }
         // Directories have one parent; follow it if the item moved behind our back.
         if item.isDirectory {

@@ -244,26 +244,21 @@ public final class OwnChanges: Sendable {
         beforeWrite(inode, descriptor: fd).forRecord
     }
 
-    private func stateBeforeWriteIfPending(_ inode: UInt64, descriptor fd: CInt) -> stat? {
-        guard enabled.load(ordering: .relaxed) else { return nil }
-        let handled = cursor.handledBytes.load(ordering: .acquiring)
-        let pending = items.withLock { table in table[inode].map { $0.echoBy > handled } ?? false }
-        return pending ? try? Syscall.fstat(fd) : nil
-    }
-
     /// `stateBeforeWrite`, and whether the item is in the state the daemon's last change
     /// of it left (an `fstat` every time): a change in between was someone else's, which no
     /// event may tell of (a `truncate(2)` by path; a writer's close that inotify merges with
     /// the daemon's), and which the daemon's writes would then take for their own
     /// (`Item.pagesShow`).
+    /// Without `checksOwnState` the file is read only when the record needs it.
     func beforeWrite(_ inode: UInt64, descriptor fd: CInt) -> (forRecord: stat?, continues: Bool) {
-        guard checksOwnState else { return (stateBeforeWriteIfPending(inode, descriptor: fd), true) }
-        guard enabled.load(ordering: .relaxed), let st = try? Syscall.fstat(fd) else { return (nil, true) }
+        guard enabled.load(ordering: .relaxed) else { return (nil, true) }
+        var st = checksOwnState ? try? Syscall.fstat(fd) : nil
         let handled = cursor.handledBytes.load(ordering: .acquiring)
         let (pending, continues) = items.withLock { table -> (Bool, Bool) in
-            guard let e = table[inode] else { return (false, false) }
-            return (e.echoBy > handled, e.describes(st))
+            let e = table[inode]
+            return (e.map { $0.echoBy > handled } ?? false, st.map { e?.describes($0) ?? false } ?? true)
         }
+        if pending && st == nil { st = try? Syscall.fstat(fd) }
         return (pending ? st : nil, continues)
     }
 
@@ -415,6 +410,13 @@ public final class OwnChanges: Sendable {
     }
 
     /// The daemon starts (`true`) or ends (`false`) a change of the item: see `busy`.
+    /// `changing` of an item of the volume, kept on the item too (`Item.ownChangesUnderWay`,
+    /// which an open reads without this table's lock).
+    func changing(_ item: Item, _ starts: Bool) {
+        if starts { item.ownChangesUnderWay.add(1, ordering: .acquiring) } else { item.ownChangesUnderWay.subtract(1, ordering: .releasing) }
+        changing(item.inode, starts)
+    }
+
     func changing(_ inode: UInt64, _ starts: Bool) {
         busy.withLock { table in
             let n = (table[inode] ?? 0) + (starts ? 1 : -1)
