@@ -9,19 +9,11 @@ import SystemPackage
 /// daemon cannot be led out of the store by `..` or a symlink in a name (SPEC §6).
 /// Final components are opened `O_NOFOLLOW`.
 public enum Syscall {
+    /// Runs `body` until it does not fail with `EINTR`; a negative result throws `errno`.
+    /// Generic over the result (`CInt` for most calls, `Int` for sizes); always inlined, so
+    /// each caller gets its own specialised loop.
     @inline(__always)
-    static func check(_ body: () -> CInt) throws(Errno) -> CInt {
-        while true {
-            let rc = body()
-            if rc >= 0 { return rc }
-            let e = Glibc.errno
-            if e == EINTR { continue }
-            throw Errno(rawValue: e)
-        }
-    }
-
-    @inline(__always)
-    static func checkSize(_ body: () -> Int) throws(Errno) -> Int {
+    static func check<Result: SignedInteger>(_ body: () -> Result) throws(Errno) -> Result {
         while true {
             let rc = body()
             if rc >= 0 { return rc }
@@ -132,7 +124,7 @@ public enum Syscall {
 
     public static func readlink(pathDescriptor fd: CInt) throws(Errno) -> [UInt8] {
         var buffer = [UInt8](repeating: 0, count: Int(PATH_MAX) + 1)
-        let n = try checkSize {
+        let n = try check {
             buffer.withUnsafeMutableBufferPointer { b in
                 Glibc.readlinkat(fd, "", UnsafeMutableRawPointer(b.baseAddress!).assumingMemoryBound(to: CChar.self), b.count)
             }
@@ -145,11 +137,11 @@ public enum Syscall {
     // MARK: - Data
 
     public static func pread(_ fd: CInt, _ buffer: UnsafeMutableRawBufferPointer, _ offset: off_t) throws(Errno) -> Int {
-        try checkSize { Glibc.pread(fd, buffer.baseAddress, buffer.count, offset) }
+        try check { Glibc.pread(fd, buffer.baseAddress, buffer.count, offset) }
     }
 
     public static func pwrite(_ fd: CInt, _ buffer: UnsafeRawBufferPointer, _ offset: off_t) throws(Errno) -> Int {
-        try checkSize { Glibc.pwrite(fd, buffer.baseAddress, buffer.count, offset) }
+        try check { Glibc.pwrite(fd, buffer.baseAddress, buffer.count, offset) }
     }
 
     public static func ftruncate(_ fd: CInt, _ size: off_t) throws(Errno) {
@@ -174,20 +166,20 @@ public enum Syscall {
     }
 
     public static func copyFileRange(_ inFD: CInt, _ inOffset: inout off_t, _ outFD: CInt, _ outOffset: inout off_t, _ length: Int, _ flags: UInt32) throws(Errno) -> Int {
-        try checkSize { clinux_copy_file_range(inFD, &inOffset, outFD, &outOffset, length, flags) }
+        try check { clinux_copy_file_range(inFD, &inOffset, outFD, &outOffset, length, flags) }
     }
 
     // MARK: - Extended attributes (through /proc: f*xattr refuses O_PATH descriptors)
 
     public static func getxattr(pathDescriptor fd: CInt, _ name: UnsafePointer<CChar>, _ buffer: UnsafeMutableRawBufferPointer) throws(Errno) -> Int {
         try withProcPath(fd) { path throws(Errno) in
-            try checkSize { clinux_getxattr(path, name, buffer.baseAddress, buffer.count) }
+            try check { clinux_getxattr(path, name, buffer.baseAddress, buffer.count) }
         }
     }
 
     public static func listxattr(pathDescriptor fd: CInt, _ buffer: UnsafeMutableRawBufferPointer) throws(Errno) -> Int {
         try withProcPath(fd) { path throws(Errno) in
-            try checkSize { clinux_listxattr(path, buffer.baseAddress?.assumingMemoryBound(to: CChar.self), buffer.count) }
+            try check { clinux_listxattr(path, buffer.baseAddress?.assumingMemoryBound(to: CChar.self), buffer.count) }
         }
     }
 
