@@ -26,7 +26,8 @@ public struct ContainerRegistry: Sendable {
     @discardableResult
     public func create(_ id: BundleIdentifier, caller: Caller, bundleSource: FilePath? = nil) throws(FileManagerError) -> ContainerRecord {
         let display = "containers/\(id)"
-        let staging = "\(id).\(getpid()).\(UInt32.random(in: 0...UInt32.max))"
+        // Not named after the id: an id may take all 255 bytes of a name.
+        let staging = "new.\(getpid()).\(UInt32.random(in: 0...UInt32.max))"
         do {
             try Credentials.asCaller(caller) { () throws(Errno) in
                 try Syscall.mkdirat(store.stagingFD, staging, 0o700)
@@ -122,7 +123,7 @@ public struct ContainerRegistry: Sendable {
     /// a crash during the recursive delete leaves only staging debris.
     public func remove(_ id: BundleIdentifier) throws(FileManagerError) {
         let display = "containers/\(id)"
-        let doomed = "removed.\(id).\(getpid()).\(UInt32.random(in: 0...UInt32.max))"
+        let doomed = "removed.\(getpid()).\(UInt32.random(in: 0...UInt32.max))"
         do {
             try Syscall.renameat2(store.containersFD, id.rawValue, store.stagingFD, doomed, RENAME_NOREPLACE)
         } catch {

@@ -130,7 +130,9 @@ extension Volume {
     public func readDirectory(_ handle: DirectoryHandle, from offset: Int64, _ accept: (DirectoryEntry) -> Bool) throws(Errno) {
         try handle.lock.withLock { _ throws(Errno) in
             guard !handle.item.isVirtual else {
-                var index = Int(offset)
+                // Cookies are the indexes this loop handed out; the kernel refuses a negative
+                // directory position, and an index must never trap if one came anyway.
+                var index = Int(max(offset, 0))
                 while index < handle.synthetic.count {
                     let (name, inode, type) = handle.synthetic[index]
                     let fits = name.withUnsafeBufferPointer { b in

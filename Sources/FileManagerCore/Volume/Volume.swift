@@ -279,14 +279,15 @@ public final class Volume: Sendable {
         guard strncmp(name, ".Trash-", 7) == 0 else { return nil }
         var value: UInt64 = 0
         var p = name + 7
-        guard p.pointee != 0 else { return nil }
+        // One spelling per uid, as `.Trash-$uid` prints it: no sign, no leading zero.
+        guard p.pointee != 0, p.pointee != 48 || p[1] == 0 else { return nil }
         while p.pointee != 0 {
             let c = UInt8(bitPattern: p.pointee)
             guard c >= 48, c <= 57, value < UInt64(UInt32.max) else { return nil }
             value = value * 10 + UInt64(c - 48)
             p += 1
         }
-        return value <= UInt64(UInt32.max) ? uid_t(value) : nil
+        return value < UInt64(UInt32.max) ? uid_t(value) : nil  // (uid_t)-1 is no user
     }
 
     // MARK: - Attributes

@@ -42,6 +42,17 @@ for bad in not_a_bundle_id single a..b .a.b a.b. 'a b.c' 'com.example/x' 'com.ex
     _assert_errno EINVAL fsop mkdir "$M/containers/$bad"
 done
 _assert_errno ENAMETOOLONG fsop mkdir "$M/containers/com.$(printf 'a%.0s' {1..252})"
+# An id may take all 255 bytes of a name: the CLI makes and removes one, and so does mkdir
+# (the staging names were once built from the id, and failed from 229 bytes on).
+LONG_ID="com.$(printf 'a%.0s' {1..249}).x"
+_assert_ok containerfs container create "$LONG_ID" --store "$TEST_STORE"
+_assert_output $'Documents\nLibrary\nX.app\ntmp' fsop listdir "$M/containers/$LONG_ID"
+_assert_ok containerfs container remove "$LONG_ID" --store "$TEST_STORE"
+_assert_errno ENOENT fsop stat "$M/containers/$LONG_ID"
+_assert_ok fsop mkdir "$M/containers/$LONG_ID"
+_assert_exists "$M/containers/$LONG_ID/X.app"
+_assert_ok containerfs container remove "$LONG_ID" --store "$TEST_STORE"
+_assert_output "" fsop listdir "$TEST_STORE/.staging"
 _assert_output "$before" fsop listdir "$TEST_STORE/containers"
 _assert_output "$before" fsop listdir "$M/containers"
 # `.` and `..` are the kernel's: they exist.
@@ -58,6 +69,10 @@ _assert_errno EACCES fsop rename "$M/containers" "$M/c2"
 _assert_errno EACCES fsop chmod "$M" 755
 _assert_errno EACCES fsop mkdir "$M/.Trash-$U1_UID"
 _assert_errno EACCES fsop mkdir "$M/.Trash-abc"
+# One spelling per uid: no leading zero, no sign, and (uid_t)-1 is nobody's.
+_assert_errno EACCES fsop mkdir "$M/.Trash-00"
+_assert_errno EACCES fsop mkdir "$M/.Trash-+0"
+_assert_errno EACCES fsop mkdir "$M/.Trash-4294967295"
 _assert_ok fsop mkdir "$M/.Trash-0"
 _assert_output "dir 0700 0" fsop stat "$M/.Trash-0" type perm uid
 _assert_errno EEXIST fsop mkdir "$M/.Trash-0"
