@@ -36,7 +36,8 @@ extension FUSEBridge {
         // retries the open with a fresh lookup (ESTALE), and opens the new file.
         if isCoherent {
             let answered = staleOpens.take(caller.pid)
-            if volume.wasReplacedInStore(item), let (parent, name) = item.placement, answered?.isRetry(of: parent, name) != true {
+            if volume.wasReplacedInStore(item) || volume.mayBeReachedThroughOldName(item),
+               let (parent, name) = item.placement, answered?.isRetry(of: parent, name) != true {
                 staleOpens.answered(caller.pid, parent: parent, name: name)
                 return reply.fail(Errno.staleNFSFileHandle)
             }

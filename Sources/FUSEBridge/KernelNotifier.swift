@@ -106,6 +106,15 @@ public final class KernelNotifier: VolumeObserver, @unchecked Sendable {
         entryChanged(parent: parent, name: name)
     }
 
+    public func entryLeftBehind(parent: UInt64, name: FilePath.Component, then: @escaping @Sendable () -> Void) -> Bool {
+        guard volume.item(parent) != nil else { return false }
+        lanes.add(.entries(of: parent)) { [self] in
+            invalidateEntry(parent: parent, name: name)
+            then()
+        }
+        return true
+    }
+
     public func itemChanged(_ inode: UInt64) {
         guard volume.item(inode) != nil else { return }
         lanes.add(.item(inode)) { [self] in

@@ -48,6 +48,11 @@ public final class Item: @unchecked Sendable {
     /// `ItemTable.outsideEntryEpoch` when the kernel last resolved a name to this item, or
     /// when an open last found that its name still leads here (`wasReplacedInStore`).
     let resolvedEpoch = Atomic<UInt64>(0)
+    /// Names the item was moved or removed from in the store whose entries the kernel may
+    /// still hold: invalidations queued when a look-up found the item under a new name, and
+    /// not yet taken by the kernel (`Volume.followMoveInStore`). An OPEN meanwhile may have
+    /// come through an old name, which now leads nowhere (DESIGN.md 27).
+    let oldNamesInKernel = Atomic<Int>(0)
     /// Under `-o writeback`: the `outsideEntryEpoch` given to the last change of this
     /// regular file's content or times made outside the mount, and the one read before the
     /// look-up that made the item (the kernel then made a new inode). The kernel keeps
