@@ -19,7 +19,9 @@ public final class MetadataDatabase: @unchecked Sendable {
 
     public init(path: String) throws {
         var handle: OpaquePointer?
-        let rc = sqlite3_open_v2(path, &handle, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_FULLMUTEX, nil)
+        // NOFOLLOW: the database itself is never reached through a link (`Store.asOwner`
+        // covers its -wal and -shm, which SQLite opens by path too).
+        let rc = sqlite3_open_v2(path, &handle, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_FULLMUTEX | SQLITE_OPEN_NOFOLLOW, nil)
         guard rc == SQLITE_OK, let handle else {
             let msg = handle.map { String(cString: sqlite3_errmsg($0)) } ?? "cannot open"
             if let handle { sqlite3_close(handle) }

@@ -67,14 +67,36 @@ public final class Store: Sendable {
             throw FileManagerError(error, path: display)
         }
         do {
-            database = try MetadataDatabase(path: self.path.appending("containerfs.db").string)
+            let databasePath = self.path.appending("containerfs.db").string
+            database = try Store.asOwner(of: rootFD) { () throws -> MetadataDatabase in try MetadataDatabase(path: databasePath) }
         } catch {
+            // SQLite says only "unable to open": name the link, if that is what stopped it.
+            for name in ["containerfs.db", "containerfs.db-wal", "containerfs.db-shm"] {
+                if let st = try? Syscall.fstatat(rootFD, name), st.st_mode & S_IFMT == S_IFLNK {
+                    throw .system(.tooManySymbolicLinkLevels, "\(display)/\(name)")
+                }
+            }
             throw .system(.ioError, "\(display)/containerfs.db: \(error)")
         }
     }
 
     deinit {
         for fd in [rootFD, containersFD, snapshotsFD, trashFD, stagingFD] { Syscall.close(fd) }
+    }
+
+    /// Runs `body`, which opens files of the store by path (its database, the daemon's log),
+    /// as the store's owner when root works on a store it does not own: with that user's fs
+    /// ids and without root's capabilities, so that a link the owner planted there (say
+    /// `containerfs.db-wal -> /etc/shadow`) leads nowhere its owner could not write anyway.
+    public func asOwner<R, E: Error>(_ body: () throws(E) -> R) throws(E) -> R {
+        try Store.asOwner(of: rootFD, body)
+    }
+
+    static func asOwner<R, E: Error>(of rootFD: CInt, _ body: () throws(E) -> R) throws(E) -> R {
+        guard Credentials.canSwitch, let st = try? Syscall.fstat(rootFD), st.st_uid != 0 else { return try body() }
+        return try Credentials.withAccessChecks { () throws(E) -> R in
+            try Credentials.asCaller(Caller(uid: st.st_uid, gid: st.st_gid)) { () throws(E) -> R in try body() }
+        }
     }
 
     /// Opens (making it if needed) one of the store's own directories, with exactly `mode`

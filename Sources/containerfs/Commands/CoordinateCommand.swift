@@ -37,6 +37,7 @@ struct CoordinateCommand: ParsableCommand {
         if kind != nil && !write { throw ValidationError("--for goes with --write") }
         if withoutChanges && !read { throw ValidationError("--without-changes goes with --read") }
         guard !commandLine.isEmpty else { throw ValidationError("missing the command to run after --") }
+        if let timeout, !Seconds.range.contains(timeout) { throw ValidationError("--timeout \(timeout): \(Seconds.expectation)") }
     }
 
     var commandLine: [String] { command.first == "--" ? Array(command.dropFirst()) : command }

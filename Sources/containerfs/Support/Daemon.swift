@@ -13,8 +13,13 @@ enum Daemon {
         if let holder = opened.lockHolder(), Store.holderStillMounted(holder) {
             throw CommandFailure("\(store): store is already in use (\(holder))")
         }
-        let logFD = open(store.appending("daemon.log").string, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0o640)
-        guard logFD >= 0 else { throw CommandFailure("\(store)/daemon.log: \(Errno(rawValue: errno))") }
+        // Never through a link, and as the store's owner (`Store.asOwner`): root once
+        // appended its log to whatever file a user linked there.
+        let (logFD, failure) = opened.asOwner { () -> (CInt, CInt) in
+            let fd = open(store.appending("daemon.log").string, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0o640)
+            return (fd, errno)
+        }
+        guard logFD >= 0 else { throw CommandFailure("\(store)/daemon.log: \(Errno(rawValue: failure))") }
         defer { close(logFD) }
 
         var pipeFDs: [Int32] = [0, 0]

@@ -59,7 +59,13 @@ struct DaemonRequests: Sendable {
                     "deleting": .forDeleting, "moving": .forMoving, "replacing": .forReplacing,
                     "merging": .forMerging, "metadata": .contentIndependentMetadataOnly,
                 ]
-                let timeout = request.args["timeout"].flatMap(Double.init).map { Duration.milliseconds(Int($0 * 1000)) }
+                var timeout: Duration?
+                if let text = request.args["timeout"] {
+                    guard let seconds = Seconds.parse(text) else {
+                        throw FileManagerError.invalidArgument("timeout \(text): \(Seconds.expectation)")
+                    }
+                    timeout = Seconds.duration(seconds)
+                }
                 let id: Int
                 if request.args["mode"] == "read" {
                     id = try coordination.claim(path: path, reading: request.args["without-changes"] == "1" ? .withoutChanges : [],

@@ -102,6 +102,29 @@ _assert_exists "$TEST_STORE/containers/com.example.contained"
 _assert_missing "$TEST_STORE/escape"
 _assert_missing "$TEST_TMP/escape"
 
+# MARK: root working on a store a user owns follows none of that user's links
+# The store's log and database are opened by path; root once appended its log to, and
+# opened its database through, whatever the store's owner linked there.
+_users
+US=$TEST_TMP/user-store
+mkdir -p "$US" "$TEST_TMP/umnt"
+chown "$U1_UID:$U1_GID" "$US"
+for f in log db wal shm; do echo precious >"$OUT/victim/$f"; chmod 600 "$OUT/victim/$f"; done
+before=$(snapshot_outside)
+plant() { ln -s "$OUT/victim/$2" "$US/$1" && chown -h "$U1_UID:$U1_GID" "$US/$1"; }
+plant daemon.log log
+_assert_exit 1 containerfs mount "$US" "$TEST_TMP/umnt"
+[[ ${_OUT,,} == *"${US,,}/daemon.log: too many levels of symbolic links"* ]] || _fail "a linked daemon.log: $_OUT"
+rm "$US/daemon.log"
+for f in db-wal:wal db-shm:shm db:db; do
+    plant "containerfs.${f%%:*}" "${f#*:}"
+    _assert_exit 1 containerfs container list --store "$US"
+    [[ ${_OUT,,} == *"${US,,}/containerfs.${f%%:*}: too many levels of symbolic links"* ]] || _fail "a linked containerfs.${f%%:*}: $_OUT"
+    _assert_exit 1 containerfs mount "$US" "$TEST_TMP/umnt"
+    rm -f "$US"/containerfs.db*
+done
+_assert_exit 1 _is_mounted "$TEST_TMP/umnt"
+
 # Nothing outside the store changed.
 _assert_eq "$before" "$(snapshot_outside)" "the outside tree"
 _assert_eq "$etc_before" "$(stat -c '%h %i %Y' /etc/passwd /etc/hostname)" "/etc/passwd and /etc/hostname"

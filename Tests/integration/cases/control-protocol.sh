@@ -31,6 +31,25 @@ PYEOF
 )
 _assert_eq $'False 22 0\nFalse 71 5\nFalse 22 6\nTrue 7 True\nFalse 90\nNone\nTrue' "$out" "answers to bad requests, then service as usual"
 
+# MARK: a claim's timeout out of range is EINVAL, from any user: it once trapped the daemon
+# (Int(inf)), leaving a dead mount; the CLI refuses it before asking
+timeouts() {
+    "$PY" - "$SOCK" <<'PYEOF'
+import json, socket, sys
+s = socket.socket(socket.AF_UNIX); s.connect(sys.argv[1]); s.settimeout(10)
+f = s.makefile()
+for i, t in enumerate(["1e300", "inf", "nan", "-1", "1e10", "0.5"]):
+    s.sendall((json.dumps({"v": 1, "id": i, "op": "claim", "args": {"path": "containers/org.example.mine/Documents", "mode": "read", "timeout": t}}) + "\n").encode())
+    r = json.loads(f.readline())
+    print(t, r["ok"], r.get("errno"))
+PYEOF
+}
+_assert_eq $'1e300 False 22\ninf False 22\nnan False 22\n-1 False 22\n1e10 False 22\n0.5 True None' \
+    "$(_as_user "$U1" bash -c "$(declare -f timeouts); PY=$PY SOCK=$SOCK timeouts")" "timeouts out of range"
+_assert_output "dir" fsop stat "$TEST_MNT/containers" type
+_assert_exit 2 containerfs coordinate --read --timeout 1e300 "$TEST_MNT/containers/com.example.notes/Documents" -- true
+[[ $_OUT == *"--timeout"*"expects a number of seconds from 0 to 1000000000"* ]] || _fail "coordinate --timeout 1e300: $_OUT"
+
 # MARK: presenters by peer credentials
 register() {   # register PATH: registers over the socket as the calling user; prints ok/errno
     "$PY" - "$SOCK" "$1" <<'PYEOF'
