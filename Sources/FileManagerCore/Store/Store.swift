@@ -33,13 +33,57 @@ public final class Store: Sendable {
         return FilePath(home).appending(".local/share/containerfs")
     }()
 
-    /// Opens (and with `create`, makes) the store at `path`.
+    /// What is at a path a command was given as its store.
+    public enum Found: Equatable, Sendable {
+        /// A store: a directory holding `containerfs.db`.
+        case store
+        /// Nothing (the last component, or a directory on the way, is missing).
+        case missing
+        /// A directory with nothing in it (but perhaps `lost+found`): a store may be made there.
+        case emptyDirectory
+        /// A directory with other things in it.
+        case otherDirectory
+        /// Something that is not a directory.
+        case notADirectory
+        /// The path cannot be looked at (permission, I/O).
+        case unreadable(Errno)
+    }
+
+    /// Looks at `path` without changing anything. A store is recognised by its database
+    /// alone: every store ever opened has one, and no other program's directory is likely to.
+    public static func find(at path: FilePath) -> Found {
+        var st = stat()
+        guard fstatat(AT_FDCWD, path.string, &st, 0) == 0 else {
+            let e = Errno(rawValue: Glibc.errno)
+            return e == .noSuchFileOrDirectory ? .missing : e == .notDirectory ? .notADirectory : .unreadable(e)
+        }
+        guard (st.st_mode & S_IFMT) == S_IFDIR else { return .notADirectory }
+        if Glibc.lstat(path.appending("containerfs.db").string, &st) == 0 { return .store }
+        guard let dir = opendir(path.string) else { return .unreadable(Errno(rawValue: Glibc.errno)) }
+        defer { closedir(dir) }
+        while let entry = readdir(dir) {
+            let name = withUnsafeBytes(of: entry.pointee.d_name) { String(cString: $0.bindMemory(to: CChar.self).baseAddress!) }
+            if name != "." && name != ".." && name != "lost+found" { return .otherDirectory }
+        }
+        return .emptyDirectory
+    }
+
+    /// Opens the store at `path`. With `create`, makes it first: the missing directories of
+    /// the path, the store's own directories and database. Without, nothing is made or
+    /// changed: a path that is not a store yet (no `containerfs.db`) fails with ENOENT.
     public init(at path: FilePath, create: Bool = true) throws(FileManagerError) {
         let absolute = path.isAbsolute ? path : FilePath(Store.currentDirectory()).pushing(path)
         self.path = absolute.lexicallyNormalized()
         let display = self.path.string
         if create {
-            do { try Store.makeDirectories(self.path) } catch { throw FileManagerError(error, path: display) }
+            do { try Store.makeDirectories(self.path) } catch { throw .system(error, display) }
+        } else {
+            switch Store.find(at: self.path) {
+            case .store: break
+            case .notADirectory: throw .system(.notDirectory, display)
+            case .unreadable(let e): throw .system(e, display)
+            default: throw .system(.noSuchFileOrDirectory, "\(display)/containerfs.db")
+            }
         }
         // The store itself: searchable by everyone (the control socket lives in it), listable
         // and writable only by its owner.
@@ -48,26 +92,33 @@ public final class Store: Sendable {
            (own.st_mode & S_IFMT) == S_IFDIR, own.st_mode & 0o7777 == 0o755 {
             _ = Glibc.chmod(display, 0o711)
         }
+        // Errors here are the system's own (`.system`): the core's domain cases would say,
+        // for a store on a read-only file system, "read-only (bundle or snapshot)".
         do {
             rootFD = try self.path.withName { p throws(Errno) in try Syscall.open(p, O_PATH | O_DIRECTORY) }
         } catch {
-            throw FileManagerError(error, path: display)
+            throw .system(error, display)
         }
+        var name = ""
         do {
             let st = try Syscall.fstat(rootFD)
             device = UInt64(st.st_dev)
             // Only the daemon writes here; users create containers through it (the mount
             // reports the directory as 01777, see `Volume.attributes`). A world-writable
             // directory in the store would let users plant symlinks the daemon then walks.
-            containersFD = try Store.subdirectory(rootFD, "containers", mode: 0o755)
-            snapshotsFD = try Store.subdirectory(rootFD, "snapshots", mode: 0o755)
-            trashFD = try Store.subdirectory(rootFD, "trash", mode: 0o755)
-            stagingFD = try Store.subdirectory(rootFD, ".staging", mode: 0o700)
+            name = "containers"
+            containersFD = try Store.subdirectory(rootFD, name, create: create, mode: 0o755)
+            name = "snapshots"
+            snapshotsFD = try Store.subdirectory(rootFD, name, create: create, mode: 0o755)
+            name = "trash"
+            trashFD = try Store.subdirectory(rootFD, name, create: create, mode: 0o755)
+            name = ".staging"
+            stagingFD = try Store.subdirectory(rootFD, name, create: create, mode: 0o700)
         } catch {
-            throw FileManagerError(error, path: display)
+            throw .system(error, name.isEmpty ? display : "\(display)/\(name)")
         }
+        let databasePath = self.path.appending("containerfs.db").string
         do {
-            let databasePath = self.path.appending("containerfs.db").string
             database = try Store.asOwner(of: rootFD) { () throws -> MetadataDatabase in try MetadataDatabase(path: databasePath) }
         } catch {
             // SQLite says only "unable to open": name the link, if that is what stopped it.
@@ -76,8 +127,22 @@ public final class Store: Sendable {
                     throw .system(.tooManySymbolicLinkLevels, "\(display)/\(name)")
                 }
             }
-            throw .system(.ioError, "\(display)/containerfs.db: \(error)")
+            throw Store.databaseFailure(databasePath, error)
         }
+    }
+
+    /// Why the database cannot be opened, in the system's words where there are any:
+    /// SQLite says "attempt to write a readonly database" for a store of another user's.
+    private static func databaseFailure(_ path: String, _ error: any Error) -> FileManagerError {
+        var st = stat()
+        if Glibc.access(path, R_OK | W_OK) != 0 {
+            let e = Errno(rawValue: Glibc.errno)
+            if e == .permissionDenied, Glibc.lstat(path, &st) == 0, st.st_uid != geteuid() {
+                return .system(e, "\(path) (it belongs to uid \(st.st_uid); without a live mount only its owner can use the store)")
+            }
+            return .system(e, path)
+        }
+        return .system(.ioError, "\(path): \(error)")
     }
 
     deinit {
@@ -99,12 +164,15 @@ public final class Store: Sendable {
         }
     }
 
-    /// Opens (making it if needed) one of the store's own directories, with exactly `mode`
-    /// (mkdir applies the umask; an older store may have looser modes): never a symlink.
-    private static func subdirectory(_ dir: CInt, _ name: String, mode: mode_t) throws(Errno) -> CInt {
-        do { try Syscall.mkdirat(dir, name, mode) } catch .fileExists {}
+    /// Opens one of the store's own directories: never a symlink. With `create`, makes it if
+    /// needed, with exactly `mode` (mkdir applies the umask; an older store may have looser
+    /// modes); without, changes nothing.
+    private static func subdirectory(_ dir: CInt, _ name: String, create: Bool, mode: mode_t) throws(Errno) -> CInt {
+        if create {
+            do { try Syscall.mkdirat(dir, name, mode) } catch .fileExists {}
+        }
         let fd = try Syscall.openat(dir, name, O_PATH | O_DIRECTORY | O_NOFOLLOW)
-        if let st = try? Syscall.fstat(fd), st.st_uid == geteuid(), st.st_mode & 0o7777 != mode {
+        if create, let st = try? Syscall.fstat(fd), st.st_uid == geteuid(), st.st_mode & 0o7777 != mode {
             try? Syscall.fchmod(pathDescriptor: fd, mode)
         }
         return fd

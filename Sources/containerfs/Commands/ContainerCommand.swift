@@ -22,7 +22,7 @@ struct ContainerCommand: ParsableCommand {
                 let id = try DaemonRequests.identifier(id)
                 let bundlePath = bundle.map { Paths.absolute($0) }
                 if let bundlePath, !Paths.isDirectory(bundlePath) { throw CommandFailure("\(bundlePath): bundle is not a directory") }
-                switch try store.access() {
+                switch try store.access(creating: true) {
                 case .daemon(let client):
                     var args = ["id": id.rawValue]
                     if let bundlePath { args["bundle"] = bundlePath.string }
@@ -134,14 +134,22 @@ struct StoreOption: ParsableArguments {
 
     var path: FilePath { storePath.map(Paths.absolute) ?? Store.defaultPath }
 
+    /// `--store ""` used to name the working directory, which then became a store.
+    func validate() throws {
+        if storePath?.isEmpty == true { throw ValidationError("--store: an empty path names no store") }
+    }
+
     enum Access {
         case daemon(ControlClient)
         case direct(Store, StoreLock?)
     }
 
-    func access(exclusive: Bool = true) throws -> Access {
+    /// The store, through its daemon or directly. Only `creating` (`container create`) may
+    /// make it, in a missing or empty directory (DESIGN.md 37).
+    func access(exclusive: Bool = true, creating: Bool = false) throws -> Access {
+        if creating { try StoreLocation.requireStoreOrRoom(path) } else { try StoreLocation.requireStore(path) }
         if let client = ControlClient(path: Paths.controlSocket(path)) { return .daemon(client) }
-        let opened = try Store(at: path)
+        let opened = try Store(at: path, create: creating)
         if let holder = opened.lockHolder() {
             throw CommandFailure("\(path): store is in use (\(holder)) but its daemon does not answer")
         }

@@ -41,6 +41,8 @@ struct MountCommand: ParsableCommand {
 
     func validate() throws {
         guard (1...2).contains(paths.count) else { throw ValidationError("expected [STORE] MOUNTPOINT") }
+        // An empty path would name the working directory.
+        guard !paths.contains("") else { throw ValidationError("an empty path names no store or mount point") }
     }
 
     var storePath: FilePath { paths.count == 2 ? Paths.absolute(paths[0]) : Store.defaultPath }
@@ -49,12 +51,32 @@ struct MountCommand: ParsableCommand {
     func run() throws {
         try failing {
             guard Paths.isDirectory(mountPoint) else { throw CommandFailure("\(mountPoint): mount point is not an existing directory") }
+            try StoreLocation.requireStoreOrRoom(storePath)
+            try Self.refuseOverlap(store: storePath, mountPoint: mountPoint)
             let options = try MountOptions(options, store: storePath.string)
             if foreground || readyFD != nil {
                 try serve(options)
             } else {
                 try Daemon.start(store: storePath, arguments: ["mount", storePath.string, mountPoint.string, "-f"] + options_arguments())
             }
+        }
+    }
+
+    /// The mount must not hide the store. A mount point at or under the store hid it from
+    /// the daemon (its root listed `containers` as EIO; mounted on the store itself, every
+    /// command then failed with EACCES); a mount point above the store hides the store's
+    /// control socket from every command. Compared by device and inode up the kernel's own
+    /// `..` chain, so that symbolic links and bind mounts do not get round it.
+    static func refuseOverlap(store: FilePath, mountPoint: FilePath) throws {
+        let mountChain = Paths.ancestry(of: mountPoint)
+        var existing = store
+        while existing.components.count > 0, !Paths.isDirectory(existing) { existing.removeLastComponent() }
+        let storeChain = Paths.ancestry(of: existing)
+        if existing == store, let storeID = storeChain.first, mountChain.contains(storeID) {
+            throw CommandFailure("\(mountPoint): the mount point is in the store \(store) (it would hide the store)")
+        }
+        if let mountID = mountChain.first, storeChain.contains(mountID) {
+            throw CommandFailure("\(store): the store is under the mount point \(mountPoint) (the mount would hide it from every command)")
         }
     }
 

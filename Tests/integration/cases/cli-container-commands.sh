@@ -68,3 +68,40 @@ _assert_output $'com.example.alpha\nnet.example.mkdir' sh -c "containerfs contai
 touch "$TEST_TMP/not-a-store"
 _assert_exit 1 containerfs container list --store "$TEST_TMP/not-a-store"
 [[ $_OUT == *"$TEST_TMP/not-a-store"* ]] || _fail "bad store: message does not name it: $_OUT"
+
+# MARK: only mount and create make a store; list, path and remove refuse what is not one
+# (DESIGN.md 32, 37): a mistyped --store made a whole new store with mkdir -p, and one
+# naming an existing directory turned it into a store (new directories, a database, mode
+# 0711).
+for cmd in list "remove com.example.alpha" "path com.example.alpha"; do
+    # shellcheck disable=SC2086
+    _assert_exit 1 containerfs container $cmd --store "$TEST_TMP/typo/store"
+    _assert_eq "containerfs: $TEST_TMP/typo/store: not a ContainerFS store (no such directory)" "$_OUT" "container $cmd: message"
+done
+_assert_missing "$TEST_TMP/typo"
+mkdir -m 755 "$TEST_TMP/home"
+echo mine >"$TEST_TMP/home/notes"
+for cmd in list "remove com.example.alpha" "path com.example.alpha"; do
+    # shellcheck disable=SC2086
+    _assert_exit 1 containerfs container $cmd --store "$TEST_TMP/home"
+    _assert_eq "containerfs: $TEST_TMP/home: not a ContainerFS store (it has no containerfs.db)" "$_OUT" "container $cmd: message"
+done
+_assert_output "notes" fsop listdir "$TEST_TMP/home"
+_assert_output "0755" fsop stat "$TEST_TMP/home" perm
+_assert_exit 1 containerfs container list --store "$TEST_TMP/home/notes"
+_assert_eq "containerfs: $TEST_TMP/home/notes: not a ContainerFS store (not a directory)" "$_OUT" "list of a file: message"
+# A new store is made only in a missing or empty directory, never over someone's files.
+_assert_exit 1 containerfs container create com.example.x --store "$TEST_TMP/home"
+_assert_eq "containerfs: $TEST_TMP/home: not a ContainerFS store, and not empty: a new store needs a missing or empty directory" "$_OUT" "create in a full directory: message"
+_assert_output "notes" fsop listdir "$TEST_TMP/home"
+_assert_ok containerfs container create com.example.new --store "$TEST_TMP/new/store"
+_assert_output "com.example.new" sh -c "containerfs container list --store '$TEST_TMP/new/store' | cut -f1"
+# An empty --store names no store (it used to make one of the working directory).
+cd "$TEST_TMP/home"
+for cmd in list "remove com.example.alpha" "path com.example.alpha" "create com.example.alpha"; do
+    # shellcheck disable=SC2086
+    _assert_exit 2 containerfs container $cmd --store ""
+    [[ $_OUT == *"--store: an empty path names no store"* ]] || _fail "container $cmd --store '': $_OUT"
+done
+cd /
+_assert_output "notes" fsop listdir "$TEST_TMP/home"

@@ -34,8 +34,10 @@ check_failure() {   # check_failure NEEDLE CMD...
 check_failure "$TEST_TMP/nowhere" containerfs mount "$TEST_STORE" "$TEST_TMP/nowhere"
 check_failure "$TEST_TMP/nowhere" containerfs unmount "$TEST_TMP/nowhere"
 check_failure "$TEST_MNT" containerfs unmount "$TEST_MNT"
-check_failure com.example.none containerfs container remove com.example.none --store "$TEST_STORE"
 check_failure bad_id containerfs container create bad_id --store "$TEST_STORE"
+check_failure "$TEST_STORE" containerfs container remove com.example.none --store "$TEST_STORE"   # not a store yet
+_assert_ok containerfs container create com.example.made --store "$TEST_STORE"
+check_failure com.example.none containerfs container remove com.example.none --store "$TEST_STORE"
 
 # MARK: usage errors: 2 (every one is tried; all wrong ones are listed)
 wrong=()

@@ -121,7 +121,36 @@ for bad in threads=0.5 threads=0 threads=1e300 threads=100001 idle_threads=-1 id
     [[ $bad == threads=* ]] && low=1
     _assert_eq "containerfs: -o $bad: expects a whole number from $low to 100000" "$out" "message for -o $bad"
 done
+# The mount point may be neither the store nor inside it (the mount hid the store from the
+# daemon: `ls` of the mount gave EIO, and every command then failed), nor above it (the
+# mount hides the store's control socket from every command). Compared by device and
+# inode, so that a symbolic link does not get round it.
+_assert_exit 1 containerfs mount "$S" "$S"
+_assert_eq "containerfs: $S: the mount point is in the store $S (it would hide the store)" "$_OUT" "mount onto the store: message"
+_assert_exit 1 containerfs mount "$S" "$S/containers"
+_assert_eq "containerfs: $S/containers: the mount point is in the store $S (it would hide the store)" "$_OUT" "mount inside the store: message"
+ln -sfn "$S" "$TEST_TMP/store-link"
+_assert_exit 1 containerfs mount "$S" "$TEST_TMP/store-link/containers"
+_assert_eq "containerfs: $TEST_TMP/store-link/containers: the mount point is in the store $S (it would hide the store)" "$_OUT" "through a symbolic link: message"
+mkdir -p "$TEST_TMP/outer"
+_assert_exit 1 containerfs mount "$TEST_TMP/outer/store" "$TEST_TMP/outer"
+_assert_eq "containerfs: $TEST_TMP/outer/store: the store is under the mount point $TEST_TMP/outer (the mount would hide it from every command)" "$_OUT" "store under the mount point: message"
+_assert_missing "$TEST_TMP/outer/store"
+_assert_exit 1 containerfs mount "$M" "$M" -f
+_assert_eq "containerfs: $M: the mount point is in the store $M (it would hide the store)" "$_OUT" "-f onto the store: message"
+# A new store is made only where nothing is (or an empty directory), never over a
+# directory with someone's files in it (DESIGN.md 37); an empty path is a usage error.
+mkdir -p "$TEST_TMP/full"
+echo mine >"$TEST_TMP/full/notes"
+_assert_exit 1 containerfs mount "$TEST_TMP/full" "$M"
+_assert_eq "containerfs: $TEST_TMP/full: not a ContainerFS store, and not empty: a new store needs a missing or empty directory" "$_OUT" "mount of a full directory: message"
+_assert_output "notes" fsop listdir "$TEST_TMP/full"
+_assert_exit 2 containerfs mount "" "$M"
+[[ $_OUT == *"an empty path names no store or mount point"* ]] || _fail "mount '': $_OUT"
 _assert_eq "" "$(_mount_fstype "$M")" "nothing mounted after failures"
+_assert_eq "" "$(_mount_fstype "$S")" "nothing mounted on the store"
+_assert_eq "" "$(_mount_fstype "$S/containers")" "nothing mounted in the store"
+_assert_eq "" "$(_mount_fstype "$TEST_TMP/outer")" "nothing mounted above a store"
 # (usage errors and their exit status 2: cli-help-version-exit-codes)
 
 # MARK: mount(8): -t fuse.containerfs and fstab-style options
