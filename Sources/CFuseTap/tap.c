@@ -94,6 +94,13 @@ enum { MAX_SESSIONS = 16 };
 static pthread_mutex_t sessions_lock = PTHREAD_MUTEX_INITIALIZER;
 static int passthrough_fds[MAX_SESSIONS];
 static int passthrough_count;
+/* How each session's INIT was answered (0: not yet, 1: accepted, -errno: refused), for the
+ * daemon, which must not report the mount live before the kernel has the answer, nor exit
+ * 0 when libfuse refused INIT (it did so for -o max_read=1, after the mount had been
+ * reported live). */
+static int init_answer_fds[MAX_SESSIONS];
+static int init_answer_values[MAX_SESSIONS];
+static int init_answer_count;
 
 void cfusetap_offer_passthrough(int fd)
 {
@@ -108,7 +115,43 @@ void cfusetap_forget_session(int fd)
     for (int i = 0; i < passthrough_count; i++) {
         if (passthrough_fds[i] == fd) passthrough_fds[i--] = passthrough_fds[--passthrough_count];
     }
+    for (int i = 0; i < init_answer_count; i++) {
+        if (init_answer_fds[i] == fd) {
+            init_answer_count--;
+            init_answer_fds[i] = init_answer_fds[init_answer_count];
+            init_answer_values[i--] = init_answer_values[init_answer_count];
+        }
+    }
     pthread_mutex_unlock(&sessions_lock);
+}
+
+/* How each session's INIT was answered (0: not yet, 1: accepted, -errno: refused), for the
+ * daemon, which must not report the mount live before the kernel has the answer, nor exit
+ * 0 when libfuse refused INIT (it did so for -o max_read=1, after the mount had been
+ * reported live). */
+
+static void record_init_answer(int fd, int answer)
+{
+    pthread_mutex_lock(&sessions_lock);
+    int i = 0;
+    while (i < init_answer_count && init_answer_fds[i] != fd) i++;
+    if (i < MAX_SESSIONS) {
+        init_answer_fds[i] = fd;
+        init_answer_values[i] = answer;
+        if (i == init_answer_count) init_answer_count++;
+    }
+    pthread_mutex_unlock(&sessions_lock);
+}
+
+int cfusetap_init_answer(int fd)
+{
+    int answer = 0;
+    pthread_mutex_lock(&sessions_lock);
+    for (int i = 0; i < init_answer_count; i++) {
+        if (init_answer_fds[i] == fd) answer = init_answer_values[i];
+    }
+    pthread_mutex_unlock(&sessions_lock);
+    return answer;
 }
 
 static int wants_passthrough(int fd)
@@ -261,6 +304,18 @@ ssize_t cfusetap_writev(int fd, struct iovec *iov, int count, void *userdata)
             return (ssize_t)total;
         }
     }
+    /* libfuse refuses INIT with an error reply (a lone header) from the thread that read it. */
+    if (init_unique != 0 && count >= 1 && iov[0].iov_len >= OUT_HEADER_SIZE
+        && load64((const char *)iov[0].iov_base + 8) == init_unique) {
+        int32_t refused;
+        memcpy(&refused, (const char *)iov[0].iov_base + 4, sizeof refused);
+        if (refused != 0) {
+            init_unique = 0;
+            ssize_t n = send_reply(fd, iov, count);
+            record_init_answer(fd, refused < 0 ? refused : -EPROTO);
+            return n;
+        }
+    }
     if (count != 2 || iov[0].iov_len != OUT_HEADER_SIZE) return send_reply(fd, iov, count);
     const char *header = iov[0].iov_base;
     int32_t error;
@@ -270,7 +325,9 @@ ssize_t cfusetap_writev(int fd, struct iovec *iov, int count, void *userdata)
      * request can arrive, from the thread that read the INIT. */
     if (init_unique != 0 && load64(header + 8) == init_unique) {
         init_unique = 0;
-        return write_init_reply(fd, iov);
+        ssize_t n = write_init_reply(fd, iov);
+        record_init_answer(fd, n > 0 ? 1 : errno ? -errno : -EIO);
+        return n;
     }
     if (reply_backing_id > 0) return write_open_reply(fd, iov);
     return send_reply(fd, iov, count);

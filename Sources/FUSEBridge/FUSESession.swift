@@ -56,6 +56,8 @@ public final class FUSESession {
     private var session: OpaquePointer?
     var sessionPointer: OpaquePointer? { session }
     private var operations = FUSEOperations.make()
+    /// Whether our channel I/O serves the session: only then is it known how INIT was answered.
+    private var tapped = false
 
     public init(bridge: FUSEBridge, mountPoint: String) {
         self.bridge = bridge
@@ -121,11 +123,36 @@ public final class FUSESession {
             }
             return
         }
+        tapped = true
         if let passthrough = bridge.passthrough {
             cfusetap_offer_passthrough(fuse_session_fd(se))
             passthrough.attach(channel: fuse_session_fd(se))
         }
         options.ring?.attach(channel: fuse_session_fd(se))
+    }
+
+    /// Calls `body` on a thread of its own once the kernel's INIT has been answered: with
+    /// nil when it was accepted, with the errno libfuse refused it with otherwise (it did,
+    /// for `-o max_read=1`, after the mount had been reported live). `giveUp` ends the wait
+    /// without a call (the session ended first). Without the channel tap nothing tells the
+    /// answer: `body(nil)` at once, as before.
+    public func whenInitAnswered(giveUp: @escaping @Sendable () -> Bool, _ body: @escaping @Sendable (Errno?) -> Void) {
+        guard tapped, let session else { return body(nil) }
+        let fd = fuse_session_fd(session)
+        Threads.start(named: "cfs-init-wait") {
+            while !giveUp() {
+                let answer = cfusetap_init_answer(fd)
+                if answer != 0 { return body(answer > 0 ? nil : Errno(rawValue: -answer)) }
+                usleep(1000)
+            }
+        }
+    }
+
+    /// The errno libfuse refused the kernel's INIT with, if it did.
+    private var initRefusal: Errno? {
+        guard tapped, let session else { return nil }
+        let answer = cfusetap_init_answer(fuse_session_fd(session))
+        return answer < 0 ? Errno(rawValue: -answer) : nil
     }
 
     /// Serves requests (one reader per CPU, libfuse's pool, or the ring beside that pool)
@@ -153,9 +180,13 @@ public final class FUSESession {
             passthrough.detach()
             cfusetap_forget_session(fuse_session_fd(session))
         }
+        // A refused INIT ends the loop as an unmount would: not a clean end.
+        let refusal = initRefusal
+        if let refusal { bridgeLogger.error("\(mountPoint): libfuse refused the kernel's INIT (\(refusal)); see the error above") }
+        cfusetap_forget_session(fuse_session_fd(session))
         fuse_session_unmount(session)
         fuse_remove_signal_handlers(session)
-        return rc
+        return refusal.map { -$0.rawValue } ?? rc
     }
 
     /// One reader per CPU (DESIGN.md 33) until unmount or a signal; the log says what they

@@ -56,7 +56,7 @@ struct ChannelTapTests {
         put(error, &header, at: 4)
         put(unique, &header, at: 8)
         let (r, w) = pipe()
-        defer { close(r); close(w) }
+        defer { cfusetap_forget_session(w); close(r); close(w) }
         var body = body
         let sent = header.withUnsafeMutableBytes { h in
             body.withUnsafeMutableBytes { b in
@@ -93,6 +93,43 @@ struct ChannelTapTests {
         let out = Self.reply(unique: 7, body)
         #expect(Self.load32(out, 12) == Self.writebackCache)
         #expect(Self.load32(out, 32) == 0)
+    }
+
+    /// The daemon reports the mount live only once INIT was accepted, and fails when libfuse
+    /// refused it (`-o max_read=1` did, after `mount` had said the mount was live).
+    @Test func howInitWasAnsweredIsRecordedPerSession() {
+        let (r, w) = Self.pipe()
+        defer { cfusetap_forget_session(w); close(r); close(w) }
+        #expect(cfusetap_init_answer(w) == 0)
+        Self.readInit(flags: 0, flags2: 0, askPassthrough: false)
+        var header = [UInt8](repeating: 0, count: 16)
+        Self.put(UInt32(16), &header, at: 0)
+        Self.put(Int32(-EPROTO), &header, at: 4)
+        Self.put(UInt64(7), &header, at: 8)
+        let sent = header.withUnsafeMutableBytes { h in
+            var iov = [iovec(iov_base: h.baseAddress, iov_len: h.count)]
+            return cfusetap_writev(w, &iov, 1, nil)
+        }
+        #expect(sent == 16)
+        #expect(cfusetap_init_answer(w) == -EPROTO)
+        cfusetap_forget_session(w)
+        #expect(cfusetap_init_answer(w) == 0)
+
+        var drained = [UInt8](repeating: 0, count: 16)
+        #expect(read(r, &drained, 16) == 16)
+
+        Self.readInit(flags: 0, flags2: 0, askPassthrough: false)
+        Self.put(UInt32(16 + 64), &header, at: 0)
+        Self.put(Int32(0), &header, at: 4)
+        var body = [UInt8](repeating: 0, count: 64)
+        let accepted = header.withUnsafeMutableBytes { h in
+            body.withUnsafeMutableBytes { b in
+                var iov = [iovec(iov_base: h.baseAddress, iov_len: h.count), iovec(iov_base: b.baseAddress, iov_len: b.count)]
+                return cfusetap_writev(w, &iov, 2, nil)
+            }
+        }
+        #expect(accepted == 16 + 64)
+        #expect(cfusetap_init_answer(w) == 1)
     }
 
     @Test func openAndCreateRepliesCarryTheBackingIDOnlyWhileNamed() {

@@ -51,6 +51,9 @@ int cfusetap_request_clears_setid(void);
 void cfusetap_offer_passthrough(int fd);
 /* The session on `fd` is gone (its descriptor number may be reused). */
 void cfusetap_forget_session(int fd);
+/* How the session on `fd` answered the kernel's INIT: 0 not yet, 1 accepted (the reply
+ * was written), -errno refused (or the reply could not be written). */
+int cfusetap_init_answer(int fd);
 /* FUSE_DEV_IOC_BACKING_OPEN on the session's /dev/fuse descriptor: registers `fd` (an
  * O_PATH descriptor will do) as a backing file; its id (> 0), or -errno. */
 int cfusetap_backing_open(int devfd, int fd);

@@ -4,6 +4,7 @@ import FUSEBridge
 import FileManagerCore
 import Glibc
 import Logging
+import Synchronization
 import SystemPackage
 
 /// `containerfs mount [STORE] MOUNTPOINT [-o OPTS] [-f]`.
@@ -23,7 +24,8 @@ struct MountCommand: ParsableCommand {
             6.9 or later, root daemon; not with writeback), uring (requests come through the kernel's \
             io_uring queues, one per CPU, served on the CPU that made them; Linux 6.14 or later with \
             /sys/module/fuse/parameters/enable_uring set to Y). Generic fstab options (defaults, nofail, noauto, user, \
-            _netdev, x-*) are accepted and ignored.
+            _netdev, x-*) are accepted and ignored; mount flags (nosuid, nodev, noexec, noatime, sync, dirsync, ...) \
+            and debug go to the kernel and libfuse. Any other option is refused.
             """
     )
 
@@ -139,8 +141,19 @@ struct MountCommand: ParsableCommand {
             if let notifier { volume.addObserver(notifier) }
             watcher.start()
             control.start()
-            ready.succeed()
+            // Live once the kernel has INIT's answer (requests wait for it), not before: libfuse
+            // may still refuse it, and the mount is then gone.
+            session.whenInitAnswered(giveUp: { ready.sent }) { refusal in
+                if let refusal {
+                    ready.fail("\(mountPoint): the FUSE session failed at INIT (\(refusal)); see \(storePath)/daemon.log")
+                } else {
+                    ready.succeed()
+                }
+            }
             served = session.run(options: sessionOptions)
+            // Ended before the waiting thread could tell (a refused INIT ends the loop at once).
+            let why = served < 0 ? "failed (\(Errno(rawValue: -served)))" : "ended before the kernel's INIT was answered"
+            ready.fail("\(mountPoint): the FUSE session \(why); see \(storePath)/daemon.log")
             // Order: no more requests, then no more changes, then no more notifications,
             // and only then may the session go.
             control.stop()
@@ -156,19 +169,26 @@ struct MountCommand: ParsableCommand {
     }
 }
 
-/// The daemon's end of the readiness pipe: one line, "ready" or the failure message.
-struct ReadinessPipe {
-    let fd: Int32?
+/// The daemon's end of the readiness pipe: one line, "ready" or the failure message, the
+/// first one sent (from the thread that waits for INIT, or the daemon's own).
+final class ReadinessPipe: Sendable {
+    private let fd: Mutex<Int32?>
 
-    func succeed() {
-        guard let fd else { return }
-        FileHandleOutput.write(fd, "ready\n")
-        close(fd)
-    }
+    init(fd: Int32?) { self.fd = Mutex(fd) }
 
-    func fail(_ message: String) {
-        guard let fd else { return }
-        FileHandleOutput.write(fd, "\(message)\n")
-        close(fd)
+    /// Whether the line was sent (or there is no pipe).
+    var sent: Bool { fd.withLock { $0 == nil } }
+
+    func succeed() { send("ready") }
+
+    func fail(_ message: String) { send(message) }
+
+    private func send(_ line: String) {
+        fd.withLock { fd in
+            guard let open = fd else { return }
+            FileHandleOutput.write(open, "\(line)\n")
+            close(open)
+            fd = nil
+        }
     }
 }

@@ -36,6 +36,16 @@ struct MountOptions {
     /// hold back I/O through the mount.
     var coordination = true
 
+    /// What reaches libfuse and the kernel unchanged: the per-mount flags mount(8) and
+    /// mount.fuse3 may pass, `ro`, `auto_unmount`, `debug`. Anything else is refused here:
+    /// libfuse took options such as `max_read=1` and the session then failed at INIT, after
+    /// `mount` had reported the mount live (exit 0, nothing mounted).
+    static let passedOn: Set<String> = [
+        "ro", "auto_unmount", "debug", "suid", "nosuid", "dev", "nodev", "exec", "noexec",
+        "async", "sync", "dirsync", "atime", "noatime", "diratime", "nodiratime", "relatime",
+        "norelatime", "strictatime", "nostrictatime", "lazytime", "nolazytime",
+    ]
+
     static let generic: Set<String> = ["defaults", "nofail", "auto", "noauto", "user", "users", "nouser", "_netdev", "owner", "group", "rw"]
 
     init(_ lists: [String], store: String) throws {
@@ -68,7 +78,8 @@ struct MountOptions {
                 case "presenter_timeout": presenterTimeout = .milliseconds(Int(try Self.number(option, value) * 1000))
                 case "threads": workerThreads = try Self.count(option, value, 1...Self.maxThreads)
                 case "idle_threads": idleThreads = try Self.count(option, value, 0...Self.maxThreads)
-                default: fuse.append(option)
+                case _ where value == nil && Self.passedOn.contains(key): fuse.append(option)
+                default: throw CommandFailure("-o \(option): not a ContainerFS mount option (see containerfs help mount)")
                 }
             }
         }

@@ -105,6 +105,19 @@ out=$(containerfs mount "$S" "$M" -o no_such_option 2>&1) || rc=$?
 ((rc != 0)) || _fail "an unknown option was accepted"
 [[ $out == *no_such_option* ]] || _fail "message does not name the bad option: $out"
 _ok "unknown option refused (exit $rc): $out"
+# Options that are not ContainerFS's (documented) ones are refused before anything starts:
+# libfuse took max_read=1 and the mount then failed at INIT, after `mount` had said it was
+# live (exit 0, nothing mounted, in the background and with -f).
+for bad in max_read=1 blksize=4096 no_such_option; do
+    _assert_exit 1 containerfs mount "$S" "$M" -o "$bad"
+    _assert_eq "containerfs: -o $bad: not a ContainerFS mount option (see containerfs help mount)" "$_OUT" "message for -o $bad"
+    _assert_exit 1 timeout 20 "$CONTAINERFS" mount "$S" "$M" -o "ro,$bad" -f
+    _assert_eq "containerfs: -o $bad: not a ContainerFS mount option (see containerfs help mount)" "$_OUT" "message for -o ro,$bad -f"
+done
+# libfuse's and mount(8)'s own flags stay accepted.
+_assert_ok containerfs mount "$S" "$M" -o nosuid,nodev,noexec,noatime,rw,async,dirsync
+_assert_output $'containers\nsnapshots' fsop listdir "$M"
+_assert_ok containerfs unmount "$M"
 # Numbers that would overflow a conversion to milliseconds or nanoseconds are refused.
 for bad in attr_timeout=inf claim_timeout=nan presenter_timeout=1e300 negative_timeout=-1; do
     rc=0
