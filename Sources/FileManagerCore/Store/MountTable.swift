@@ -11,9 +11,20 @@ public enum MountTable {
         public let type: String
     }
 
-    /// The `fuse.containerfs` mount at `path`, if any.
+    /// The type ContainerFS mounts have; `-o subtype=` may not change it (DESIGN.md 13).
+    public static let type = "fuse.containerfs"
+
+    /// The `fuse.containerfs` mount at `path` if it is the topmost mount there: one under
+    /// another mount is not reachable through `path`, and `fusermount3 -u path` would
+    /// take down the one on top.
     public static func entry(at path: String) -> Entry? {
-        entries().last { $0.mountPoint == path }
+        guard let top = topmost(at: path), top.type == type else { return nil }
+        return top
+    }
+
+    /// The topmost mount of any type at `path` (mountinfo lists later mounts last).
+    public static func topmost(at path: String) -> Entry? {
+        (read(anyType: true) ?? []).last { $0.mountPoint == path }
     }
 
     /// The topmost mount at `path` if it is a FUSE mount of any subtype (`-o subtype=NAME`
@@ -34,7 +45,7 @@ public enum MountTable {
             let halves = line.components(separatedBy: " - ")
             guard halves.count == 2 else { return nil }
             let left = halves[0].split(separator: " "), right = halves[1].split(separator: " ")
-            guard left.count >= 5, right.count >= 2, anyType || right[0] == "fuse.containerfs" else { return nil }
+            guard left.count >= 5, right.count >= 2, anyType || right[0] == type else { return nil }
             return Entry(mountPoint: unescape(String(left[4])), source: unescape(String(right[1])),
                          device: String(left[2]), type: String(right[0]))
         }

@@ -18,7 +18,7 @@ struct MountCommand: ParsableCommand {
         abstract: "Mount a store (default ~/.local/share/containerfs) at MOUNTPOINT.",
         discussion: """
             Options (-o, comma-separated, repeatable): allow_other, default_permissions (on by default), \
-            ro, auto_unmount, fsname=NAME, subtype=NAME, attr_timeout=S, entry_timeout=S, negative_timeout=S, \
+            ro, auto_unmount, fsname=NAME, subtype=containerfs (no other: the type is always fuse.containerfs), attr_timeout=S, entry_timeout=S, negative_timeout=S, \
             threads=N, claim_timeout=S, namespace_timeout=S, presenter_timeout=S, writeback (the kernel caches \
             writes), passthrough (the kernel passes open files' reads and writes straight to the store; kernel \
             6.9 or later, root daemon; not with writeback), uring (requests come through the kernel's \

@@ -17,6 +17,9 @@ struct UnmountCommand: ParsableCommand {
             // is found.
             let path = Paths.asMounted(mountPoint)
             guard let mount = MountTable.entry(at: path) else {
+                if let top = MountTable.topmost(at: path), MountTable.entries().contains(where: { $0.mountPoint == path }) {
+                    throw CommandFailure("\(path): the topmost mount here is \(top.type), not ContainerFS (unmount it first)")
+                }
                 throw CommandFailure("\(path): not a containerfs mount")
             }
             let status = try Subprocess.run(["fusermount3", "-u", path])

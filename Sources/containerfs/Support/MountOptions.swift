@@ -1,4 +1,5 @@
 import FUSEBridge
+import FileManagerCore
 import Glibc
 
 /// `-o` options, split into what libfuse and the kernel get, what the daemon itself uses,
@@ -50,7 +51,6 @@ struct MountOptions {
 
     init(_ lists: [String], store: String) throws {
         var fsname: String?
-        var subtype: String?
         for list in lists {
             for option in list.split(separator: ",").map(String.init) where !option.isEmpty {
                 let (key, value) = Self.split(option)
@@ -69,7 +69,12 @@ struct MountOptions {
                 case "default_permissions": defaultPermissions = true
                 case "nodefault_permissions": defaultPermissions = false
                 case "fsname": fsname = value
-                case "subtype": subtype = value
+                case "subtype":
+                    // unmount, coordinate, watch and the trash know a ContainerFS mount by its
+                    // type; subtype=containerfs (what mount(8) may pass for -t fuse.containerfs) is taken.
+                    guard value == "containerfs" else {
+                        throw CommandFailure("-o \(option): refused: a ContainerFS mount is known by its type \(MountTable.type) (unmount, coordinate, watch and the trash look for it)")
+                    }
                 case "attr_timeout": timeouts.attributes = try Self.number(option, value)
                 case "entry_timeout": timeouts.entries = try Self.number(option, value)
                 case "negative_timeout": timeouts.negative = try Self.number(option, value)
@@ -99,7 +104,7 @@ struct MountOptions {
         // needs user_allow_other in /etc/fuse.conf for that, so it is opt-in there.
         if allowOther ?? (geteuid() == 0) { fuse.append("allow_other") }
         fuse.append("fsname=\(fsname ?? store)")
-        fuse.append("subtype=\(subtype ?? "containerfs")")
+        fuse.append("subtype=containerfs")
     }
 
     /// The kernel offers FUSE over io_uring only while its module parameter says so (off by

@@ -55,10 +55,29 @@ _assert_errno EROFS fsop mkdir "$M/containers/com.example.ro"
 _assert_errno EROFS touch "$M/x"
 fs_umount
 
-fs_mount -o fsname=myfs,subtype=special
+fs_mount -o fsname=myfs,subtype=containerfs
 read -r type source superopts <<<"$(opts_of "$M")"
-_assert_eq "fuse.special myfs" "$type $source" "subtype and fsname"
+_assert_eq "fuse.containerfs myfs" "$type $source" "subtype and fsname"
 fs_umount
+# Another subtype is refused (DESIGN.md 13): ContainerFS mounts are known by their type, and
+# with -o subtype=other `unmount` said "not a containerfs mount", `coordinate` and `watch`
+# "not under a ContainerFS mount".
+_assert_exit 1 containerfs mount "$S" "$M" -o subtype=other
+_assert_eq "containerfs: -o subtype=other: refused: a ContainerFS mount is known by its type fuse.containerfs (unmount, coordinate, watch and the trash look for it)" "$_OUT" "message for -o subtype=other"
+_assert_eq "" "$(_mount_fstype "$M")" "nothing mounted with another subtype"
+
+# `unmount` takes down only a ContainerFS mount that is topmost: with a tmpfs over it, it
+# removed the tmpfs and left the ContainerFS mount (exit 0).
+fs_mount
+mount -t tmpfs cfs-test-over "$M"
+_assert_exit 1 containerfs unmount "$M"
+_assert_eq "containerfs: $M: the topmost mount here is tmpfs, not ContainerFS (unmount it first)" "$_OUT" "unmount under a tmpfs: message"
+_assert_eq "tmpfs" "$(_mount_fstype "$M")" "the tmpfs is still on top"
+umount "$M"
+_assert_eq "fuse.containerfs" "$(_mount_fstype "$M")" "the ContainerFS mount below"
+_assert_ok containerfs unmount "$M"
+_wait_daemon "$M"
+_assert_eq "" "$(_mount_fstype "$M")" "after unmount"
 
 fs_mount -o noallow_other
 read -r type source superopts <<<"$(opts_of "$M")"
