@@ -23,6 +23,7 @@ struct ContainerFSCommand: ParsableCommand {
     /// SPEC §2's exit codes: 0 success, 1 failure, **2 usage error** (swift-argument-parser
     /// answers usage errors with 64, EX_USAGE).
     static func main() {
+        refuseInvalidUTF8()
         do {
             try refuseMistypedSubcommand(Array(CommandLine.arguments.dropFirst()))
             var command = try parseAsRoot()
@@ -36,6 +37,37 @@ struct ContainerFSCommand: ParsableCommand {
             Glibc.exit(code == .validationFailure ? 2 : code.rawValue)
         }
         Glibc.exit(0)
+    }
+
+    /// Swift hands arguments over as Strings, an invalid UTF-8 sequence replaced by U+FFFD:
+    /// `mount $'s\xff/' MNT` made and mounted a new store `s\u{FFFD}` and left the
+    /// directory given alone. Any such argument is refused (exit 1), shown with its bytes
+    /// escaped, before anything is parsed (DESIGN.md 13).
+    static func refuseInvalidUTF8() {
+        for index in 1..<Int(CommandLine.argc) {
+            guard let raw = CommandLine.unsafeArgv[index], String(validatingCString: raw) == nil else { continue }
+            let bytes = Array(UnsafeBufferPointer(start: UnsafeRawPointer(raw).assumingMemoryBound(to: UInt8.self), count: strlen(raw)))
+            FileHandleOutput.standardError("containerfs: \(escapingInvalidUTF8(bytes)): not valid UTF-8 (ContainerFS takes paths and names in UTF-8 only: use a name that is)\n")
+            Glibc.exit(1)
+        }
+    }
+
+    /// `bytes` as text, each byte that is not part of a valid UTF-8 sequence as `\xHH`.
+    static func escapingInvalidUTF8(_ bytes: [UInt8]) -> String {
+        var text = ""
+        var i = 0
+        while i < bytes.count {
+            let lead = bytes[i]
+            let length = lead < 0x80 ? 1 : (0xC2...0xDF).contains(lead) ? 2 : (0xE0...0xEF).contains(lead) ? 3 : (0xF0...0xF4).contains(lead) ? 4 : 0
+            if length > 0, i + length <= bytes.count, let valid = String(validating: bytes[i..<i + length], as: UTF8.self) {
+                text += valid
+                i += length
+            } else {
+                text += "\\x" + String(lead, radix: 16, uppercase: true)
+                i += 1
+            }
+        }
+        return text
     }
 
     /// Without a subcommand the arguments are `mount`'s, and a store that does not exist is

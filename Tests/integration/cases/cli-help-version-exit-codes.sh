@@ -76,3 +76,19 @@ _assert_ok containerfs stauts "$TEST_MNT" -o ro
 _assert_eq "fuse.containerfs" "$(_mount_fstype "$TEST_MNT")" "the existing store, mounted without a subcommand"
 _assert_ok containerfs unmount "$TEST_MNT"
 cd /
+
+# MARK: arguments that are not valid UTF-8 are refused, not changed into other names
+# (DESIGN.md 13): `mount $'s\xff/' MNT` made and mounted a new store `s\xEF\xBF\xBD` (the
+# replacement character) and left the directory given empty.
+bad=$TEST_TMP/s$'\xff'
+mkdir "$bad"
+want="containerfs: $TEST_TMP/s\\xFF/: not valid UTF-8 (ContainerFS takes paths and names in UTF-8 only: use a name that is)"
+_assert_exit 1 containerfs mount "$bad/" "$TEST_MNT"
+_assert_eq "$want" "$_OUT" "mount of a non-UTF-8 store: message"
+_assert_exit 1 containerfs container list --store "$bad/"
+_assert_eq "$want" "$_OUT" "list of a non-UTF-8 store: message"
+_assert_exit 1 containerfs container create com.example.x --bundle "$bad/" --store "$TEST_STORE"
+_assert_eq "$want" "$_OUT" "create with a non-UTF-8 bundle: message"
+_assert_eq "" "$(ls -A "$bad")" "the directory given is left alone"
+_assert_missing "$TEST_TMP/s"$'\xef\xbf\xbd'
+_assert_eq "" "$(_mount_fstype "$TEST_MNT")" "nothing mounted"
