@@ -22,8 +22,10 @@ struct UnmountCommand: ParsableCommand {
                 }
                 throw CommandFailure("\(path): not a containerfs mount")
             }
-            let status = try Subprocess.run(["fusermount3", "-u", path])
-            guard status == 0 else { throw CommandFailure("\(path): unmount failed (busy?)") }
+            let (status, errors) = try Subprocess.runCapturingErrors(["fusermount3", "-u", path])
+            guard status == 0 else {
+                throw CommandFailure("\(path): unmount failed: \(errors.isEmpty ? "fusermount3 exited with status \(status)" : errors)")
+            }
             // The daemon exits once its loop sees the unmount; wait for the store lock.
             if let store = try? Store(at: FilePath(mount.source), create: false) {
                 for _ in 0..<200 where store.lockHolder() != nil { usleep(50_000) }

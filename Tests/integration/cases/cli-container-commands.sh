@@ -105,3 +105,9 @@ for cmd in list "remove com.example.alpha" "path com.example.alpha" "create com.
 done
 cd /
 _assert_output "notes" fsop listdir "$TEST_TMP/home"
+
+# A user listing root's store without a mount is told whose it is, not SQLite's "attempt to
+# write a readonly database: Input/output error".
+_users
+_assert_exit 1 _as_user "$U1" containerfs container list --store "$S"
+_assert_eq "containerfs: $S/containerfs.db (it belongs to uid 0; without a live mount only its owner can use the store): Permission denied" "$_OUT" "list of root's store as a user"

@@ -22,6 +22,12 @@ _assert_eq "$S" "$source" "default fsname (the store)"
 [[ ,$superopts, == *,allow_other,* ]] || _fail "allow_other missing for root: $superopts"
 _ok "default_permissions and allow_other by default (root)"
 _assert_ok _as_user "$U1" ls "$M"                            # allow_other: other users get in
+# A user cannot unmount root's mount: the message is fusermount3's own reason (it said
+# "unmount failed (busy?)").
+_assert_exit 1 _as_user "$U1" containerfs unmount "$M"
+[[ $_OUT == "containerfs: $M: unmount failed: fusermount3: "* && $_OUT != *busy* ]] || _fail "unmount as another user: $_OUT"
+_ok "unmount as another user: $_OUT"
+_assert_eq "fuse.containerfs" "$(_mount_fstype "$M")" "still mounted"
 _assert_ok containerfs unmount "$M"
 _assert_eq "" "$(_mount_fstype "$M")" "after unmount"
 _assert_ok containerfs mount "$S" "$M"                       # the store lock was released
