@@ -109,6 +109,7 @@ _users
 US=$TEST_TMP/user-store
 mkdir -p "$US" "$TEST_TMP/umnt"
 chown "$U1_UID:$U1_GID" "$US"
+_assert_ok _as_user "$U1" "$CONTAINERFS" container create org.example.own --store "$US"
 for f in log db wal shm; do echo precious >"$OUT/victim/$f"; chmod 600 "$OUT/victim/$f"; done
 before=$(snapshot_outside)
 plant() { ln -s "$OUT/victim/$2" "$US/$1" && chown -h "$U1_UID:$U1_GID" "$US/$1"; }
@@ -117,11 +118,12 @@ _assert_exit 1 containerfs mount "$US" "$TEST_TMP/umnt"
 [[ ${_OUT,,} == *"${US,,}/daemon.log: too many levels of symbolic links"* ]] || _fail "a linked daemon.log: $_OUT"
 rm "$US/daemon.log"
 for f in db-wal:wal db-shm:shm db:db; do
+    rm -f "$US/containerfs.${f%%:*}"
     plant "containerfs.${f%%:*}" "${f#*:}"
     _assert_exit 1 containerfs container list --store "$US"
     [[ ${_OUT,,} == *"${US,,}/containerfs.${f%%:*}: too many levels of symbolic links"* ]] || _fail "a linked containerfs.${f%%:*}: $_OUT"
     _assert_exit 1 containerfs mount "$US" "$TEST_TMP/umnt"
-    rm -f "$US"/containerfs.db*
+    rm "$US/containerfs.${f%%:*}"
 done
 _assert_exit 1 _is_mounted "$TEST_TMP/umnt"
 
