@@ -128,13 +128,14 @@ struct MountCommand: ParsableCommand {
                                             handler: DaemonRequests(volume: volume, mountPoint: mountPoint,
                                                                     coordination: coordination, clients: clients, ring: ring).handle)
             try session.mount(options: sessionOptions)
-            // With io_uring, fusermount3's auto_unmount misses a killed daemon (DESIGN.md 31).
+            // fusermount3's auto_unmount misses a killed daemon whose connection is not yet
+            // aborted when it looks (DESIGN.md 31): the daemon's own watcher does not look.
             var unmountWatcher: Int32?
-            if options.uring && options.fuse.contains("auto_unmount") {
+            if options.fuse.contains("auto_unmount") {
                 do {
                     unmountWatcher = try Daemon.startUnmountWatcher(mountPoint: mountPoint.string)
                 } catch {
-                    Logger(label: "containerfs.mount").warning("\(mountPoint): -o uring,auto_unmount: cannot start the unmount watcher (\(error)); a killed daemon's mount may stay")
+                    Logger(label: "containerfs.mount").warning("\(mountPoint): -o auto_unmount: cannot start the unmount watcher (\(error)); a killed daemon's mount may stay")
                 }
             }
             let notifier = session.makeNotifier()

@@ -3,11 +3,12 @@ import FileManagerCore
 import Glibc
 import SystemPackage
 
-/// `containerfs _unmount-when-gone MOUNTPOINT` (hidden): `auto_unmount` for `-o uring`.
+/// `containerfs _unmount-when-gone MOUNTPOINT` (hidden): what makes `auto_unmount` sure.
 ///
 /// fusermount3 unmounts a killed daemon's mount only if opening it fails with ENOTCONN.
-/// With io_uring the kernel aborts the connection only once the dead daemon's rings are torn
-/// down, a few milliseconds after fusermount3 has looked: its open waits for the abort,
+/// It looks as soon as its socket to the daemon closes, which the dying process may close
+/// before its `/dev/fuse` descriptors (and with io_uring the kernel aborts the connection
+/// only once the dead daemon's rings are torn down): its open then waits for the abort,
 /// gets ECONNABORTED, and the dead mount stays (DESIGN.md 31). The daemon therefore starts
 /// this watcher beside it, holding the read end of a pipe whose write end only the daemon
 /// has (descriptor 3). End of file there means the daemon is gone; if its mount (same

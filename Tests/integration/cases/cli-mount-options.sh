@@ -108,7 +108,9 @@ _assert_ok containerfs unmount "$M"
 # auto_unmount: the mount goes away even when the daemon is killed outright. (Only once the
 # daemon serves: the mount shows in mountinfo before fusermount3 has handed the daemon its
 # /dev/fuse descriptor, and a daemon killed in between takes the descriptor with it, in
-# flight; fusermount3 3.14 then finds the connection not yet aborted and leaves the mount.)
+# flight.) fusermount3 alone left the mount 2 times in 8: it looks when its socket to the
+# dying daemon closes, which may be before the daemon's /dev/fuse descriptors are, finds
+# the connection not aborted and exits; the daemon's own watcher does not look (DESIGN.md 31).
 fs_mount -o auto_unmount
 _assert_ok fsop listdir "$M"
 pid=$(_daemon_pid "$M")
