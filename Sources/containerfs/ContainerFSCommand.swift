@@ -26,6 +26,7 @@ struct ContainerFSCommand: ParsableCommand {
         refuseInvalidUTF8()
         do {
             try refuseMistypedSubcommand(Array(CommandLine.arguments.dropFirst()))
+            try refuseHelpOfNoSubcommand(Array(CommandLine.arguments.dropFirst()))
             var command = try parseAsRoot()
             try command.run()
         } catch {
@@ -68,6 +69,23 @@ struct ContainerFSCommand: ParsableCommand {
             }
         }
         return text
+    }
+
+    /// `help WORD…` names subcommands: swift-argument-parser prints the nearest one's help
+    /// and succeeds for a word that names none (`help nosuch` exited 0). Such a word is a
+    /// usage error, as a mistyped subcommand is.
+    static func refuseHelpOfNoSubcommand(_ arguments: [String]) throws {
+        guard arguments.first == "help" else { return }
+        var command: any ParsableCommand.Type = ContainerFSCommand.self
+        for word in arguments.dropFirst() where !word.hasPrefix("-") {
+            let subcommands = command.configuration.subcommands
+            if subcommands.isEmpty { return }  // the rest are the command's own words
+            guard let sub = subcommands.first(where: { $0._commandName == word }) else {
+                let names = subcommands.filter { $0.configuration.shouldDisplay }.map { $0._commandName }
+                throw ValidationError("'\(word)' is not a subcommand of \(command._commandName) (\(names.joined(separator: ", ")))")
+            }
+            command = sub
+        }
     }
 
     /// Without a subcommand the arguments are `mount`'s, and a store that does not exist is

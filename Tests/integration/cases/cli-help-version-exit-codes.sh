@@ -9,6 +9,12 @@ for word in mount unmount container USAGE; do
     [[ $_OUT == *"$word"* ]] || _fail "--help does not mention $word: $_OUT"
 done
 _assert_exit 0 containerfs help mount
+_assert_exit 0 containerfs help container create
+# help of a word that names no subcommand is a usage error (it printed the nearest help, exit 0)
+_assert_exit 2 containerfs help nosuch
+[[ $_OUT == *"'nosuch' is not a subcommand of containerfs (mount, unmount, container, coordinate, watch)"* ]] || _fail "help nosuch: $_OUT"
+_assert_exit 2 containerfs help container nosuch
+[[ $_OUT == *"'nosuch' is not a subcommand of container (create, list, remove, path)"* ]] || _fail "help container nosuch: $_OUT"
 _assert_exit 0 containerfs mount --help
 for word in allow_other default_permissions ro auto_unmount fsname subtype -f; do
     [[ $_OUT == *"$word"* ]] || _fail "mount --help does not mention $word"
