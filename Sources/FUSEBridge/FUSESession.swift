@@ -106,7 +106,9 @@ public final class FUSESession {
         guard fuse_session_mount(se, mountPoint) == 0 else {
             options.ring?.discard()
             fuse_remove_signal_handlers(se)
-            throw Failure(description: "\(mountPoint): cannot mount (is it an existing directory, and is /dev/fuse usable?)")
+            // libfuse has said why on standard error, the line before this one (in the
+            // background, `Daemon.start` quotes it from daemon.log): no guess here.
+            throw Failure(description: "\(mountPoint): cannot mount")
         }
         // Our own channel I/O on the same descriptor, before the first request (INIT) is
         // read: it adds FUSE_HANDLE_KILLPRIV_V2 to INIT and passes on its per-request bits.

@@ -27,6 +27,7 @@ enum Daemon {
         guard clinux_pipe_cloexec(&pipeFDs) == 0 else { throw CommandFailure("pipe: \(Errno(rawValue: errno))") }
         let (readEnd, writeEnd) = (pipeFDs[0], pipeFDs[1])
 
+        let logStart = lseek(logFD, 0, SEEK_END)
         let pid = spawnSelf(arguments + ["--ready-fd", "3"], stderr: logFD, fd3: writeEnd)
         close(writeEnd)
         defer { close(readEnd) }
@@ -44,7 +45,24 @@ enum Daemon {
         if text == "ready" { return }
         var status: Int32 = 0
         _ = waitpid(pid, &status, 0)
-        throw CommandFailure(text.isEmpty ? "the daemon exited before the mount was live (see \(store)/daemon.log)" : text)
+        let reasons = libfuseReasons(opened, store.appending("daemon.log"), from: logStart)
+        let because = reasons.isEmpty ? "" : " (\(reasons.joined(separator: "; ")))"
+        throw CommandFailure(text.isEmpty ? "the daemon exited before the mount was live\(because) (see \(store)/daemon.log)" : text + because)
+    }
+
+    /// What libfuse and fusermount3 wrote to the daemon's log since `offset` (their lines
+    /// start `fuse:` or `fusermount3:`): the reason a mount failed, which they print on
+    /// standard error only, and which the daemon's own message cannot know.
+    private static func libfuseReasons(_ store: Store, _ log: FilePath, from offset: off_t) -> [String] {
+        guard offset >= 0 else { return [] }
+        let fd = store.asOwner { open(log.string, O_RDONLY | O_NOFOLLOW | O_CLOEXEC) }
+        guard fd >= 0 else { return [] }
+        defer { close(fd) }
+        var bytes = [UInt8](repeating: 0, count: 8192)
+        let n = bytes.withUnsafeMutableBytes { pread(fd, $0.baseAddress, $0.count, offset) }
+        guard n > 0 else { return [] }
+        return String(decoding: bytes[0..<n], as: UTF8.self).split(separator: "\n")
+            .filter { $0.hasPrefix("fuse: ") || $0.hasPrefix("fusermount3: ") }.map(String.init)
     }
 
     /// In the daemon, once mounted with `-o uring,auto_unmount`: starts

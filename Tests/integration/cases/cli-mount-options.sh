@@ -122,6 +122,14 @@ wait "$pid" 2>/dev/null || true
 unset "_CFS_PID[$M]"
 
 # MARK: bad arguments fail, naming what is wrong, and mount nothing
+# The kernel's refusal is told with libfuse's own reason (it said "is it an existing
+# directory, and is /dev/fuse usable?" for anything); in the background it comes from
+# daemon.log. Mount options longer than a page are EINVAL.
+long=$(printf 'x%.0s' {1..5000})
+_assert_exit 1 containerfs mount "$S" "$M" -o "fsname=$long"
+_assert_eq "containerfs: $M: cannot mount (fuse: mount failed: Invalid argument)" "$_OUT" "a refused mount's reason (background)"
+_assert_exit 1 containerfs mount "$S" "$M" -f -o "fsname=$long"
+_assert_eq $'fuse: mount failed: Invalid argument\ncontainerfs: '"$M"': cannot mount' "$_OUT" "a refused mount's reason (-f)"
 _assert_exit 1 containerfs mount "$S" "$TEST_TMP/no-such-dir"
 [[ $_OUT == *"$TEST_TMP/no-such-dir"* ]] || _fail "message does not name the mount point: $_OUT"
 touch "$TEST_TMP/a-file"
