@@ -42,6 +42,10 @@ int clinux_keep_caps_on_fsuid_change(void)
 
 int clinux_clear_securebits(void) { return prctl(PR_SET_SECUREBITS, 0, 0, 0, 0); }
 
+int clinux_securebits(void) { return prctl(PR_GET_SECUREBITS, 0, 0, 0, 0); }
+
+int clinux_set_securebits(int bits) { return prctl(PR_SET_SECUREBITS, (unsigned long)bits, 0, 0, 0); }
+
 int clinux_set_fsetid_capability(int effective)
 {
     struct __user_cap_header_struct header = { _LINUX_CAPABILITY_VERSION_3, 0 };

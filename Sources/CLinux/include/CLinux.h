@@ -36,6 +36,9 @@ long clinux_setfsgid(gid_t gid);
  */
 int clinux_keep_caps_on_fsuid_change(void);
 int clinux_clear_securebits(void);
+/* This thread's securebits (PR_GET_SECUREBITS), -1 on error; and setting them back. */
+int clinux_securebits(void);
+int clinux_set_securebits(int bits);
 
 /*
  * Raise or lower CAP_FSETID in this thread's effective set (capget/capset on the calling

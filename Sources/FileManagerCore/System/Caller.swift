@@ -124,8 +124,12 @@ extension Credentials {
     /// never need this: the kernel checked their callers already.
     public static func withAccessChecks<R, E: Error>(_ body: () throws(E) -> R) throws(E) -> R {
         guard canSwitch else { return try body() }
+        // Back to what the thread had, not to what a daemon's threads have: a thread of a
+        // process that never called `prepareProcess` (the CLI, the unit tests) must not be
+        // left keeping its capabilities across fsuid switches.
+        let before = clinux_securebits()
         _ = clinux_clear_securebits()
-        defer { _ = clinux_keep_caps_on_fsuid_change() }
+        defer { if before > 0 { _ = clinux_set_securebits(before) } }
         return try body()
     }
 }
