@@ -1,6 +1,17 @@
 import Glibc
 import SystemPackage
 
+/// A file's identity: device and inode number.
+private struct FileIdentity: Hashable {
+    let device: UInt64
+    let inode: UInt64
+
+    init(_ st: stat) {
+        device = UInt64(st.st_dev)
+        inode = UInt64(st.st_ino)
+    }
+}
+
 /// One container's record in the metadata database.
 public struct ContainerRecord: Sendable, Codable, Equatable {
     public var id: String
@@ -22,9 +33,11 @@ public struct ContainerRegistry: Sendable {
 
     /// Builds a container with the standard layout, owned by `caller`: the root 0700, its
     /// directories 0755 (reference containers-and-wrappers §1.5). `bundleSource` is copied
-    /// into the bundle directory.
+    /// into the bundle directory; `warning` hears of what the copy left out (FIFOs,
+    /// sockets, devices), once the container is made.
     @discardableResult
-    public func create(_ id: BundleIdentifier, caller: Caller, bundleSource: FilePath? = nil) throws(FileManagerError) -> ContainerRecord {
+    public func create(_ id: BundleIdentifier, caller: Caller, bundleSource: FilePath? = nil,
+                       warning: (String) -> Void = { _ in }) throws(FileManagerError) -> ContainerRecord {
         let display = "containers/\(id)"
         // Not named after the id: an id may take all 255 bytes of a name.
         let staging = "new.\(getpid()).\(UInt32.random(in: 0...UInt32.max))"
@@ -35,6 +48,7 @@ public struct ContainerRegistry: Sendable {
         } catch {
             throw FileManagerError(error, path: display)
         }
+        var warnings: [String] = []
         do {
             let root = try Syscall.openat(store.stagingFD, staging, O_PATH | O_DIRECTORY | O_NOFOLLOW)
             defer { Syscall.close(root) }
@@ -48,8 +62,9 @@ public struct ContainerRegistry: Sendable {
             if let bundleSource {
                 // Read with the caller's own permissions: the daemon must never copy in a host
                 // file its client could not read (DESIGN.md, decision 6).
-                try Credentials.withAccessChecks {
-                    try installBundle(from: bundleSource, into: root, name: id.bundleDirectoryName, caller: caller)
+                warnings = try Credentials.withAccessChecks { () throws(FileManagerError) in
+                    try installBundle(from: bundleSource, into: root, as: FilePath(display).appending(id.bundleDirectoryName),
+                                      caller: caller)
                 }
             }
             try Syscall.renameat2(store.stagingFD, staging, store.containersFD, id.rawValue, RENAME_NOREPLACE)
@@ -68,32 +83,76 @@ public struct ContainerRegistry: Sendable {
         let record = ContainerRecord(id: id.rawValue, displayName: id.displayName, ownerUID: caller.uid,
                                      created: Double(time(nil)))
         try? insert(record)
+        warnings.forEach(warning)
         return record
     }
 
-    private func installBundle(from source: FilePath, into root: CInt, name: String, caller: Caller) throws {
-        let parent = source.removingLastComponent()
-        guard let last = source.lastComponent else { throw FileManagerError.invalidArgument(source.string) }
-        let parentFD: CInt
+    /// Copies the directory `source` names into the new container's bundle directory,
+    /// `destination` (`containers/ID/NAME.app`, for messages); returns a warning for each item
+    /// left out. A link given as `source` is followed, as `cp -rH` follows a link named on
+    /// its command line (the user named what it leads to; the bundle itself must be a real,
+    /// read-only directory); links inside the bundle are copied as links, never followed.
+    /// Errors name the item inside the bundle that failed.
+    private func installBundle(from source: FilePath, into root: CInt, as destination: FilePath,
+                               caller: Caller) throws(FileManagerError) -> [String] {
+        let sourceFD: CInt
         do {
-            parentFD = try Credentials.asCaller(caller) { () throws(Errno) in
-                try (parent.isEmpty ? FilePath(".") : parent).withName { p throws(Errno) in
-                    try Syscall.open(p, O_PATH | O_DIRECTORY)
-                }
-            }
-        } catch {
-            throw FileManagerError(error, path: parent.string)
-        }
-        defer { Syscall.close(parentFD) }
-        do {
-            // The layout made an empty bundle directory; the copy replaces it.
-            try Syscall.unlinkat(root, name, AT_REMOVEDIR)
-            try Credentials.asCaller(caller) { () throws(Errno) in
-                let src = last.string
-                try TreeCopy.copy(from: parentFD, src, to: root, name, keepOwner: false)
+            sourceFD = try Credentials.asCaller(caller) { () throws(Errno) in
+                try source.withName { p throws(Errno) in try Syscall.open(p, O_RDONLY | O_DIRECTORY | O_NONBLOCK) }
             }
         } catch {
             throw FileManagerError(error, path: source.string)
+        }
+        defer { Syscall.close(sourceFD) }
+        var options = TreeCopy.Options()
+        let storeDirectories = storeAndAbove()
+        options.checkDirectory = { [store] st, path throws(FileManagerError) in
+            guard storeDirectories.contains(FileIdentity(st)) else { return }
+            throw .invalidArgument("\(path): the bundle contains the store \(store.path) and would be copied into itself")
+        }
+        var warnings: [String] = []
+        var hooks = TreeHooks()
+        hooks.skipped = { path, type in
+            warnings.append("\(path): not copied (\(Self.kindName(type)); a bundle holds only files, directories and symbolic links)")
+        }
+        guard let name = destination.lastComponent else { throw .invalidArgument(destination.string) }
+        // The layout made an empty bundle directory; the copy replaces it.
+        do { try name.withName { n throws(Errno) in try Syscall.unlinkat(root, n, AT_REMOVEDIR) } } catch {
+            throw FileManagerError(error, path: destination.string)
+        }
+        // From the opened directory itself (its entry ".") and named as the user named it.
+        _ = try Credentials.asCaller(caller) { () throws(FileManagerError) in
+            try TreeCopy.copy(from: sourceFD, ".", at: source, to: root, name, at: destination, options: options, hooks: hooks)
+        }
+        return warnings
+    }
+
+    /// The store's staging directory, the store, and every directory above it up to `/`: a
+    /// bundle that is one of them, or meets one inside (a bind mount), would copy the
+    /// container being built into itself. Walked by the daemon's own rights, by `..` from the
+    /// store's descriptors (mount points crossed as the kernel crosses them).
+    private func storeAndAbove() -> Set<FileIdentity> {
+        var found = Set<FileIdentity>()
+        guard var fd = try? Syscall.openat(store.stagingFD, ".", O_PATH | O_DIRECTORY) else { return found }
+        // Bounded: a path has at most PATH_MAX / 2 components.
+        for _ in 0..<(Int(PATH_MAX) / 2) {
+            guard let st = try? Syscall.fstat(fd), found.insert(FileIdentity(st)).inserted,
+                  let parent = try? Syscall.openat(fd, "..", O_PATH | O_DIRECTORY) else { break }
+            Syscall.close(fd)
+            fd = parent
+        }
+        Syscall.close(fd)
+        return found
+    }
+
+    /// How a warning names an item a bundle copy left out.
+    private static func kindName(_ type: mode_t) -> String {
+        switch type {
+        case S_IFIFO: return "a FIFO"
+        case S_IFSOCK: return "a socket"
+        case S_IFCHR: return "a character device"
+        case S_IFBLK: return "a block device"
+        default: return "a special file"
         }
     }
 

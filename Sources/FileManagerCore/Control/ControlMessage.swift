@@ -29,14 +29,19 @@ public struct ControlResponse: Codable, Sendable {
     public var result: [String: String]?
     /// For listings.
     public var items: [[String: String]]?
+    /// On success: what was done only in part, one message each, naming the path and why
+    /// (a FIFO left out of a bundle); the CLI prints them on stderr.
+    public var warnings: [String]?
 
-    public init(id: Int, ok: Bool, errno: Int32? = nil, error: String? = nil, result: [String: String]? = nil, items: [[String: String]]? = nil) {
+    public init(id: Int, ok: Bool, errno: Int32? = nil, error: String? = nil, result: [String: String]? = nil,
+                items: [[String: String]]? = nil, warnings: [String]? = nil) {
         self.id = id
         self.ok = ok
         self.errno = errno
         self.error = error
         self.result = result
         self.items = items
+        self.warnings = warnings
     }
 
     public static func failure(_ id: Int, _ error: FileManagerError) -> ControlResponse {

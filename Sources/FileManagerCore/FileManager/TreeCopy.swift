@@ -18,25 +18,10 @@ enum TreeCopy {
         var keepOwner = false
         /// `mknod` FIFOs, sockets and devices instead of skipping them.
         var recreatesSpecialFiles = false
-    }
-
-    static func copy(from srcDir: CInt, _ srcName: UnsafePointer<CChar>,
-                     to dstDir: CInt, _ dstName: UnsafePointer<CChar>,
-                     keepOwner: Bool, skipped: (String) -> Void = { _ in }) throws(Errno) {
-        guard let src = FilePath.Component(platformString: srcName),
-              let dst = FilePath.Component(platformString: dstName) else { throw .invalidArgument }
-        let result: Result<Void, FileManagerError> = withoutActuallyEscaping(skipped) { skipped in
-            var hooks = TreeHooks()
-            hooks.skipped = { skipped($0.string) }
-            do throws(FileManagerError) {
-                try copy(from: srcDir, src, at: FilePath(root: nil, [src]), to: dstDir, dst, at: FilePath(root: nil, [dst]),
-                         options: Options(keepOwner: keepOwner), hooks: hooks)
-                return .success(())
-            } catch {
-                return .failure(error)
-            }
-        }
-        if case .failure(let error) = result { throw error.errno }
+        /// Asked before each source directory is entered, the top one included; throws to
+        /// stop the walk there (a bundle that contains the store it is copied into would be
+        /// copied into itself without end).
+        var checkDirectory: (_ st: stat, _ source: FilePath) throws(FileManagerError) -> Void = { _, _ in }
     }
 
     /// Copies (or links) the entry `srcName` of `srcDir`, known as `source`, to `dstName` in
@@ -62,7 +47,7 @@ enum TreeCopy {
         }
         let isSpecial = type != S_IFREG && type != S_IFLNK
         if isSpecial && !options.linksFiles && !options.recreatesSpecialFiles {
-            hooks.skipped(source)
+            hooks.skipped(source, type)
             return false
         }
         do {
@@ -93,6 +78,7 @@ enum TreeCopy {
     private static func copyDirectory(_ st: stat, from srcDir: CInt, _ srcName: FilePath.Component, at source: FilePath,
                                       to dstDir: CInt, _ dstName: FilePath.Component, at destination: FilePath,
                                       options: Options, hooks: TreeHooks) throws(FileManagerError) -> Bool {
+        try options.checkDirectory(st, source)
         // Made owner-only and writable, so the contents can go in; its mode comes last.
         do { try dstName.withName { d throws(Errno) in try Syscall.mkdirat(dstDir, d, 0o700) } } catch {
             try hooks.failed(error, at: destination, source: source, destination: destination)

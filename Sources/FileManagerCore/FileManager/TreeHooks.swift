@@ -1,3 +1,4 @@
+import Glibc
 import SystemPackage
 
 /// The questions a recursive copy, link or removal asks about each item; a
@@ -13,8 +14,9 @@ struct TreeHooks {
     var shouldProcess: (_ source: FilePath, _ destination: FilePath?) -> Bool = { _, _ in true }
     /// After an item failed: true skips it and goes on, false stops the walk with the error.
     var shouldProceed: (_ error: FileManagerError, _ source: FilePath, _ destination: FilePath?) -> Bool = { _, _, _ in false }
-    /// A copy met a FIFO, socket or device node it was told not to recreate.
-    var skipped: (_ source: FilePath) -> Void = { _ in }
+    /// A copy met a FIFO, socket or device node it was told not to recreate (`type`: its
+    /// `S_IFMT` bits).
+    var skipped: (_ source: FilePath, _ type: mode_t) -> Void = { _, _ in }
 
     init() {}
 

@@ -27,13 +27,20 @@ struct ContainerCommand: ParsableCommand {
                     var args = ["id": id.rawValue]
                     if let bundlePath { args["bundle"] = bundlePath.string }
                     let r = try client.call("container.create", args).checked()
+                    r.warnings?.forEach(Self.warn)
                     FileHandleOutput.standardOutput("\(r.result?["path"] ?? id.rawValue)\n")
                 case .direct(let opened, let lock):
-                    try ContainerRegistry(store: opened).create(id, caller: .current, bundleSource: bundlePath)
+                    try ContainerRegistry(store: opened).create(id, caller: .current, bundleSource: bundlePath, warning: Self.warn)
                     withExtendedLifetime(lock) {}
                     FileHandleOutput.standardOutput("\(opened.path.appending("containers/\(id)"))\n")
                 }
             }
+        }
+
+        /// What the copy left out of the bundle (SPEC §4's rule for snapshots: FIFOs,
+        /// sockets and devices are skipped with a warning); the command still succeeds.
+        static func warn(_ message: String) {
+            FileHandleOutput.standardError("containerfs: warning: \(message)\n")
         }
     }
 

@@ -29,9 +29,13 @@ struct DaemonRequests: Sendable {
             case "container.create":
                 let id = try Self.identifier(request.args["id"])
                 let bundle = request.args["bundle"].map { FilePath($0) }
-                try changingContainerEntry(id) { try volume.registry.create(id, caller: caller, bundleSource: bundle) }
+                var warnings: [String] = []
+                try changingContainerEntry(id) {
+                    try volume.registry.create(id, caller: caller, bundleSource: bundle) { warnings.append($0) }
+                }
                 coordination.center.announce(.appeared(FilePath("/containers/\(id)")), by: coordination.purposes.purpose(ofThread: caller.pid))
-                return ControlResponse(id: request.id, ok: true, result: ["path": mountPoint.appending("containers/\(id)").string])
+                return ControlResponse(id: request.id, ok: true, result: ["path": mountPoint.appending("containers/\(id)").string],
+                                       warnings: warnings.isEmpty ? nil : warnings)
             case "container.remove":
                 let id = try Self.identifier(request.args["id"])
                 guard let record = volume.registry.record(id) else { throw FileManagerError.noSuchItem("containers/\(id)") }

@@ -111,3 +111,92 @@ _assert_output "notes" fsop listdir "$TEST_TMP/home"
 _users
 _assert_exit 1 _as_user "$U1" containerfs container list --store "$S"
 _assert_eq "containerfs: $S/containerfs.db (it belongs to uid 0; without a live mount only its owner can use the store): Permission denied" "$_OUT" "list of root's store as a user"
+
+# MARK: bundles: what is copied
+# A store of their own, so the listings above stay as they are.
+BS=$TEST_TMP/bundle-store
+WHY="the bundle contains the store $BS and would be copied into itself: invalid argument"
+# A bundle named through a symbolic link is the directory it leads to, copied (`cp -rH`:
+# the link on the command line is followed); links inside the bundle stay links. Before,
+# the bundle was the link itself, so the host directory was writable through the mount.
+mkdir -p "$TEST_TMP/linked/Contents" "$TEST_TMP/victim"
+echo '<plist/>' >"$TEST_TMP/linked/Contents/Info.plist"
+ln -s Info.plist "$TEST_TMP/linked/Contents/plist-link"
+ln -s "$TEST_TMP/victim" "$TEST_TMP/linked/Contents/victim-link"
+ln -s linked "$TEST_TMP/via-link"
+_assert_output "$BS/containers/org.example.linked" env -C "$TEST_TMP" containerfs container create org.example.linked --bundle via-link --store "$BS"
+LA=$BS/containers/org.example.linked/Linked.app
+_assert_output "dir" fsop lstat "$LA" type
+_assert_output "<plist/>" cat "$LA/Contents/Info.plist"
+_assert_output "lnk" fsop lstat "$LA/Contents/plist-link" type
+_assert_output "lnk $TEST_TMP/victim" sh -c "echo \$(fsop lstat '$LA/Contents/victim-link' type) \$(fsop readlink '$LA/Contents/victim-link')"
+
+# A bundle that contains the store would copy the container being built into itself without
+# end (before: "Too many open files", or a crash, after ~500 levels, the copy left behind):
+# refused before anything is copied, naming the bundle, the store and why; nothing is left.
+H=$TEST_TMP/bundle-home
+mkdir -p "$H/docs"
+_assert_exit 1 env -C "$H" containerfs container create com.example.dot --bundle . --store "$H/s2"
+_assert_eq "containerfs: $H: the bundle contains the store $H/s2 and would be copied into itself: invalid argument" "$_OUT" "--bundle . around the store"
+_assert_missing "$H/s2/containers/com.example.dot"
+_assert_output "" fsop listdir "$H/s2/.staging"
+_assert_exit 1 containerfs container create com.example.slash --bundle / --store "$BS"
+_assert_eq "containerfs: /: $WHY" "$_OUT" "--bundle /"
+_assert_exit 1 containerfs container create com.example.stage --bundle "$BS/.staging" --store "$BS"
+_assert_eq "containerfs: $BS/.staging: $WHY" "$_OUT" "--bundle STORE/.staging"
+# Met inside the bundle too (a bind mount of the store's parent in it): the walk stops there.
+mkdir -p "$TEST_TMP/nest/inner"
+_assert_exit 1 unshare -m sh -c "mount --bind '$TEST_TMP' '$TEST_TMP/nest/inner' && exec containerfs container create com.example.nest --bundle '$TEST_TMP/nest' --store '$BS'"
+_assert_eq "containerfs: $TEST_TMP/nest/inner: $WHY" "$_OUT" "the store met inside the bundle"
+_assert_output "" fsop listdir "$BS/.staging"
+_assert_output "org.example.linked" fsop listdir "$BS/containers"
+
+# FIFOs, sockets and devices are skipped with a warning naming each (as for snapshots,
+# SPEC §4); the bundle is made. Before, they were skipped in silence.
+SP=$TEST_TMP/special
+mkdir -p "$SP/sub"
+echo data >"$SP/data"
+fsop mkfifo "$SP/pipe" >/dev/null
+fsop mknod "$SP/sock" sock 644 >/dev/null
+fsop mknod "$SP/sub/null" chr 600 1 3 >/dev/null
+err=$(containerfs container create org.example.special --bundle "$SP" --store "$BS" 2>&1 >/dev/null | sort) || _fail "create with special files failed: $err"
+_assert_eq "containerfs: warning: $SP/pipe: not copied (a FIFO; a bundle holds only files, directories and symbolic links)
+containerfs: warning: $SP/sock: not copied (a socket; a bundle holds only files, directories and symbolic links)
+containerfs: warning: $SP/sub/null: not copied (a character device; a bundle holds only files, directories and symbolic links)" "$err" "warnings for skipped special files"
+_assert_output $'data\nsub' fsop listdir "$BS/containers/org.example.special/Special.app"
+_assert_output "" fsop listdir "$BS/containers/org.example.special/Special.app/sub"
+
+# A file or directory the user cannot read is named itself, not the bundle (before:
+# "BUNDLE: permission denied"); nothing is left.
+_users
+UD=$TEST_TMP/user
+mkdir -p "$UD/b4/sub" "$UD/b5/locked"
+echo x >"$UD/b4/sub/ok"
+echo y >"$UD/b4/sub/secret"
+chown -R "$U1:$U1" "$UD"
+chmod 000 "$UD/b4/sub/secret" "$UD/b5/locked"
+_assert_exit 1 _as_user "$U1" containerfs container create com.example.bfour --bundle "$UD/b4" --store "$UD/store"
+_assert_eq "containerfs: $UD/b4/sub/secret: permission denied" "$_OUT" "unreadable file"
+_assert_exit 1 _as_user "$U1" containerfs container create com.example.bfive --bundle "$UD/b5" --store "$UD/store"
+_assert_eq "containerfs: $UD/b5/locked: permission denied" "$_OUT" "unreadable directory"
+_assert_output "" fsop listdir "$UD/store/containers"
+_assert_output "" fsop listdir "$UD/store/.staging"
+
+# MARK: bundles through a live mount's daemon: the same copy, the same messages
+fs_mount_at "$BS" "$M"
+_assert_output "$M/containers/io.example.vialink" containerfs container create io.example.vialink --bundle "$TEST_TMP/via-link" --store "$BS"
+_assert_output "dir" fsop lstat "$M/containers/io.example.vialink/Vialink.app" type
+_assert_errno EROFS fsop open "$M/containers/io.example.vialink/Vialink.app/new" "O_WRONLY|O_CREAT"
+_assert_errno EROFS fsop open "$M/containers/org.example.linked/Linked.app/new" "O_WRONLY|O_CREAT"
+_assert_output "" fsop listdir "$TEST_TMP/victim"
+_assert_exit 1 containerfs container create com.example.slash --bundle / --store "$BS"
+_assert_eq "containerfs: /: $WHY" "$_OUT" "--bundle / through the daemon"
+err=$(containerfs container create io.example.special --bundle "$SP" --store "$BS" 2>&1 >/dev/null | sort) || _fail "create with special files through the daemon failed: $err"
+_assert_eq "containerfs: warning: $SP/pipe: not copied (a FIFO; a bundle holds only files, directories and symbolic links)
+containerfs: warning: $SP/sock: not copied (a socket; a bundle holds only files, directories and symbolic links)
+containerfs: warning: $SP/sub/null: not copied (a character device; a bundle holds only files, directories and symbolic links)" "$err" "warnings through the daemon"
+_assert_exit 1 _as_user "$U1" containerfs container create com.example.bfour --bundle "$UD/b4" --store "$BS"
+_assert_eq "containerfs: $UD/b4/sub/secret: permission denied" "$_OUT" "unreadable file through the daemon"
+_assert_output $'io.example.special\nio.example.vialink\norg.example.linked\norg.example.special' fsop listdir "$M/containers"
+_assert_output "" fsop listdir "$BS/.staging"
+fs_umount "$M"
