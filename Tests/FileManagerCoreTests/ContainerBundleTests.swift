@@ -4,8 +4,8 @@ import Glibc
 import SystemPackage
 import Testing
 
-/// `container create --bundle` (DESIGN.md 21).
-@Suite("Bundles (no mount)")
+/// `container create --bundle` and stray entries of `containers/` (DESIGN.md 21).
+@Suite("Bundles and stray container entries (no mount)")
 struct ContainerBundleTests {
     /// A host directory beside the store, removed when dropped.
     final class HostDirectory {
@@ -84,5 +84,36 @@ struct ContainerBundleTests {
                                                           bundleSource: FilePath("\(host.path)/gone"))
         }
         #expect(try FileManager.default.contentsOfDirectory(atPath: t.storePath(".staging")).isEmpty)
+    }
+
+    @Test func aStrayLinkInContainersIsNoContainerAndCanBeRemoved() throws {
+        let t = try TemporaryStore(), host = HostDirectory()
+        try host.directory("victim")
+        let registry = ContainerRegistry(store: t.store)
+        try registry.create(BundleIdentifier("com.example.real")!, caller: .current)
+        try FileManager.default.createSymbolicLink(atPath: t.storePath("containers/com.example.swap"), withDestinationPath: "\(host.path)/victim")
+        let swap = BundleIdentifier("com.example.swap")!
+
+        // The mount neither finds nor lists it.
+        let volume = Volume(store: t.store)
+        let (containers, _) = try withName("containers") { try volume.lookup(volume.root, $0) }
+        #expect(errnoOf { _ = try withName("com.example.swap") { try volume.lookup(containers, $0) } } == .noSuchFileOrDirectory)
+        let handle = try volume.openDirectory(containers)
+        var listed: [String] = []
+        try volume.readDirectory(handle, from: 0) { listed.append(String(cString: $0.name)); return true }
+        #expect(listed.sorted() == [".", "..", "com.example.real"])
+
+        // create names it; remove takes the link away, never what it leads to.
+        let path = t.path.appending("containers/com.example.swap")
+        #expect(throws: FileManagerError.itemExists("\(path): a symbolic link, not a container, holds this id in the store (`containerfs container remove com.example.swap` removes it)")) {
+            try registry.create(swap, caller: .current)
+        }
+        #expect(registry.owner(of: swap) == getuid())
+        try registry.remove(swap)
+        #expect(Self.type(path.string) == 0)
+        #expect(Self.type("\(host.path)/victim") == S_IFDIR)
+        #expect(registry.owner(of: swap) == nil)
+        try registry.create(swap, caller: .current)
+        #expect(registry.list().map(\.id) == ["com.example.real", "com.example.swap"])
     }
 }

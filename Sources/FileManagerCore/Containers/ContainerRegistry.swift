@@ -75,7 +75,7 @@ public struct ContainerRegistry: Sendable {
             throw error
         } catch let error as Errno {
             try? TreeRemoval.remove(store.stagingFD, staging)
-            throw FileManagerError(error, path: display)
+            throw error == .fileExists ? existing(id) : FileManagerError(error, path: display)
         } catch {
             try? TreeRemoval.remove(store.stagingFD, staging)
             throw .system(.ioError, display)
@@ -156,6 +156,16 @@ public struct ContainerRegistry: Sendable {
         }
     }
 
+    /// The error for a create whose id is taken: a container, or a stray entry that is none
+    /// (a link or file planted in the store, which the mount does not show and reconcile
+    /// never takes as a container), named with the way to clear it.
+    private func existing(_ id: BundleIdentifier) -> FileManagerError {
+        guard let st = try? id.rawValue.withCString({ p throws(Errno) in try Syscall.fstatat(store.containersFD, p) }),
+              (st.st_mode & S_IFMT) != S_IFDIR else { return .itemExists("containers/\(id)") }
+        let what = (st.st_mode & S_IFMT) == S_IFLNK ? "a symbolic link" : "a file"
+        return .itemExists("\(store.path.appending("containers/\(id)")): \(what), not a container, holds this id in the store (`containerfs container remove \(id)` removes it)")
+    }
+
     private func insert(_ r: ContainerRecord) throws {
         try store.database.execute(
             "INSERT OR REPLACE INTO containers (id, display_name, owner_uid, created) VALUES (?, ?, ?, ?)",
@@ -177,9 +187,21 @@ public struct ContainerRegistry: Sendable {
         list().first { $0.id == id.rawValue }
     }
 
+    /// Who may remove `id`: its container's owner, or the owner of a stray entry holding the
+    /// id in `containers/` (a link or file planted in the store, which is no container but
+    /// would keep the id from ever being used); nil when there is neither.
+    public func owner(of id: BundleIdentifier) -> uid_t? {
+        if let record = record(id) { return record.ownerUID }
+        guard let st = try? id.rawValue.withCString({ p throws(Errno) in try Syscall.fstatat(store.containersFD, p) }),
+              (st.st_mode & S_IFMT) != S_IFDIR else { return nil }
+        return st.st_uid
+    }
+
     /// Deletes a container and everything in it (SPEC §2 `container remove --permanently`).
     /// The directory is first renamed into `.staging/` so that it disappears in one step;
-    /// a crash during the recursive delete leaves only staging debris.
+    /// a crash during the recursive delete leaves only staging debris. A stray entry under
+    /// the id (see `owner(of:)`) goes the same way: the rename and the removal act on the
+    /// entry itself, never on what a link leads to.
     public func remove(_ id: BundleIdentifier) throws(FileManagerError) {
         let display = "containers/\(id)"
         let doomed = "removed.\(getpid()).\(UInt32.random(in: 0...UInt32.max))"

@@ -20,11 +20,16 @@ public final class DirectoryHandle: @unchecked Sendable {
     /// What the OPENDIR was answered as to the kernel's cached listing (`ListingCache`);
     /// nil: not asked (the store watcher could not vouch for the store).
     let listing: ListingCache.Answer?
+    /// `containers/`: only real directories are listed (a link or file planted there is
+    /// no container, `Volume.isStray`).
+    let listsOnlyDirectories: Bool
 
-    init(item: Item, synthetic: [([CChar], UInt64, UInt8)] = [], listing: ListingCache.Answer? = nil) {
+    init(item: Item, synthetic: [([CChar], UInt64, UInt8)] = [], listing: ListingCache.Answer? = nil,
+         listsOnlyDirectories: Bool = false) {
         self.item = item
         self.synthetic = synthetic
         self.listing = listing
+        self.listsOnlyDirectories = listsOnlyDirectories
     }
 
     /// The kernel may cache what this handle lists, and list from its cache
@@ -56,7 +61,7 @@ extension Volume {
         // The root's entries are taken after `opened`: a change counted after it makes this
         // handle a stale feeder, and one counted before it is in them.
         let synthetic = item.isVirtual ? rootEntries() : []
-        return DirectoryHandle(item: item, synthetic: synthetic, listing: listing)
+        return DirectoryHandle(item: item, synthetic: synthetic, listing: listing, listsOnlyDirectories: zone(of: item) == .containers)
     }
 
     /// FSYNCDIR: the backing directory's entries to the disk (nothing for the virtual root).
@@ -148,12 +153,23 @@ extension Volume {
             while true {
                 let before = stream.position
                 guard let entry = try stream.next() else { return }
+                if handle.listsOnlyDirectories && !Volume.isDirectoryEntry(entry, in: stream.fd) { continue }
                 if !accept(entry) {
                     try stream.rewind(to: before)
                     return
                 }
             }
         }
+    }
+}
+
+extension Volume {
+    /// Whether a listed entry is a directory (asked of the file system when the listing
+    /// does not say); one that vanished meanwhile is not.
+    static func isDirectoryEntry(_ entry: DirectoryEntry, in dir: CInt) -> Bool {
+        if entry.type != UInt8(DT_UNKNOWN) { return entry.type == UInt8(DT_DIR) }
+        guard let st = try? Syscall.fstatat(dir, entry.name) else { return false }
+        return (st.st_mode & S_IFMT) == S_IFDIR
     }
 }
 

@@ -149,6 +149,10 @@ public final class Volume: Sendable {
             Syscall.close(fd)
             throw .permissionDenied
         }
+        guard !isStray(st, in: parent) else {
+            Syscall.close(fd)
+            throw .noSuchFileOrDirectory
+        }
         var used = false
         let item = try remember(st, in: parent, name: name, epoch: epoch) { () throws(Errno) in
             used = true
@@ -196,9 +200,18 @@ public final class Volume: Sendable {
     /// its number is unambiguous). Nil when the item is not held.
     private func heldItem(_ parent: Item, _ name: UnsafePointer<CChar>, epoch: UInt64) throws(Errno) -> (Item, stat)? {
         let st = try Syscall.fstatat(parent.fd, name)
+        guard !isStray(st, in: parent) else { throw .noSuchFileOrDirectory }
         guard UInt64(st.st_dev) == store.device, items.item(UInt64(st.st_ino)) != nil else { return nil }
         let item = try remember(st, in: parent, name: name, epoch: epoch) { () throws(Errno) in throw .tooManyOpenFiles }
         return (item, st)
+    }
+
+    /// Whether `st`, found in `parent`, is a stray entry of `containers/`: only real
+    /// directories are containers (DESIGN.md 21), so a link or file planted there in the
+    /// store is neither found nor listed through the mount (the kernel would follow a link
+    /// out of the store). Only non-directories pay for the zone.
+    func isStray(_ st: stat, in parent: Item) -> Bool {
+        (st.st_mode & S_IFMT) != S_IFDIR && zone(of: parent) == .containers
     }
 
     /// Opens `name` and checks it is the inode `st` describes; EAGAIN when it is not.

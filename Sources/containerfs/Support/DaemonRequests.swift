@@ -38,8 +38,8 @@ struct DaemonRequests: Sendable {
                                        warnings: warnings.isEmpty ? nil : warnings)
             case "container.remove":
                 let id = try Self.identifier(request.args["id"])
-                guard let record = volume.registry.record(id) else { throw FileManagerError.noSuchItem("containers/\(id)") }
-                guard caller.isRoot || caller.uid == record.ownerUID else { throw FileManagerError.permissionDenied("containers/\(id)") }
+                guard let owner = volume.registry.owner(of: id) else { throw FileManagerError.noSuchItem("containers/\(id)") }
+                guard caller.isRoot || caller.uid == owner else { throw FileManagerError.permissionDenied("containers/\(id)") }
                 try changingContainerEntry(id) { try volume.registry.remove(id) }
                 coordination.center.announce(.deleted(FilePath("/containers/\(id)")), by: coordination.purposes.purpose(ofThread: caller.pid))
                 return ControlResponse(id: request.id, ok: true)

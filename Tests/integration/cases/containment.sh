@@ -58,6 +58,33 @@ _assert_ok fsop unlink "$D/planted"
 _assert_output "precious" cat "$OUT/victim/file"
 _assert_ok rm -rf "$C/Library/Caches"/*
 
+# A link planted in STORE/containers is no container (reconcile takes only real
+# directories): the mount neither lists nor looks it up (before: `com.example.swap ->
+# victim`, which the kernel followed); `container create` of its id names it and says how
+# to clear it, and `container remove` removes the link itself (before: "no such file or
+# directory" through the daemon, so the id could never be used again).
+ln -s "$OUT/victim" "$TEST_STORE/containers/com.example.swap"
+_assert_output "com.example.contained" fsop listdir "$TEST_MNT/containers"
+_assert_errno ENOENT fsop lstat "$TEST_MNT/containers/com.example.swap"
+_assert_errno ENOENT fsop open "$TEST_MNT/containers/com.example.swap/new" "O_WRONLY|O_CREAT"
+_assert_errno EEXIST fsop mkdir "$TEST_MNT/containers/com.example.swap"   # the name is taken all the same
+_assert_exit 1 containerfs container create com.example.swap --store "$TEST_STORE"
+_assert_eq "containerfs: $TEST_STORE/containers/com.example.swap: a symbolic link, not a container, holds this id in the store (\`containerfs container remove com.example.swap\` removes it): an item with that name already exists" "$_OUT" "create over a planted link"
+_assert_ok containerfs container remove com.example.swap --store "$TEST_STORE"
+_assert_missing "$TEST_STORE/containers/com.example.swap"
+_assert_output "precious" cat "$OUT/victim/file"
+_assert_ok containerfs container create com.example.swap --store "$TEST_STORE"
+_assert_output "dir" fsop lstat "$TEST_MNT/containers/com.example.swap" type
+_assert_ok containerfs container remove com.example.swap --store "$TEST_STORE"
+# A planted regular file likewise; a user who does not own it may not remove it.
+_users
+touch "$TEST_STORE/containers/com.example.planted"
+_assert_errno ENOENT fsop lstat "$TEST_MNT/containers/com.example.planted"
+_assert_exit 1 _as_user "$U1" containerfs container remove com.example.planted --store "$TEST_STORE"
+_assert_eq "containerfs: containers/com.example.planted: permission denied" "$_OUT" "a user removing root's stray file"
+_assert_ok containerfs container remove com.example.planted --store "$TEST_STORE"
+_assert_missing "$TEST_STORE/containers/com.example.planted"
+
 # A directory the kernel holds, swapped for a symlink to the outside in the store: new
 # entries made through the kernel's handle land in the moved directory, never outside.
 mkdir "$D/held"
