@@ -18,8 +18,6 @@ _trace_setup() {   # _trace_setup MNT: the instance, filtered to MNT's connectio
     _TRACE_INSTANCE=$_TRACING/instances/containerfs-test-$$
     mkdir "$_TRACE_INSTANCE" || _skip "cannot make a tracefs instance"
     trap _trace_cleanup EXIT
-    # The connection id the tracepoint prints is the mount's device number (major 0).
-    echo "connection == $(mountpoint -d "$1" | cut -d: -f2)" >"$_TRACE_INSTANCE/events/fuse/fuse_request_send/filter"
 }
 
 _trace_cleanup() {   # then the usual clean-up, with the case's exit status
@@ -31,8 +29,12 @@ _trace_cleanup() {   # then the usual clean-up, with the case's exit status
     _cfs_cleanup
 }
 
-_trace_begin() {   # _trace_begin MNT: start counting from zero
+_trace_begin() {   # _trace_begin MNT: start counting MNT's requests from zero
     [[ -n $_TRACE_INSTANCE ]] || _trace_setup "$1"
+    # The connection id the tracepoint prints is the mount's device number (major 0), set
+    # at every begin: a case that mounts again may get another one (a filter kept from the
+    # first mount counted nothing now and then: listing-cache, 2 runs in 12).
+    echo "connection == $(mountpoint -d "$1" | cut -d: -f2)" >"$_TRACE_INSTANCE/events/fuse/fuse_request_send/filter"
     echo >"$_TRACE_INSTANCE/trace"
     echo 1 >"$_TRACE_INSTANCE/events/fuse/fuse_request_send/enable"
 }
