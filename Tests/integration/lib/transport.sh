@@ -148,18 +148,20 @@ _threads() {
     done | sort
 }
 
-# _assert_idle WHAT [SECONDS]: after a second to settle (readers woken for nothing pause 4 ms
-# at most, libfuse's surplus workers leave at once), no thread of the mount's daemon runs for
+# _assert_idle WHAT [SECONDS]: after two seconds to settle (readers woken for nothing pause
+# 4 ms at most, libfuse's surplus workers leave at once, and an invalidation the kernel could
+# not take yet is retried for up to 1.02 s: 1, 2, 4 … 512 ms; a one-second settle failed now
+# and then on a busy machine, one thread with 4 wake-ups), no thread of the mount's daemon runs for
 # SECONDS (3): every thread there before and after has the same switches and CPU time, and
 # none is started meanwhile (one that ends, an idle libdispatch worker, is fine).
 _assert_idle() {
     local what=$1 seconds=${2:-3} pid before after ran
-    sleep 1
+    sleep 2
     pid=$(_daemon_pid)
     before=$(_threads "$pid")
     sleep "$seconds"
     after=$(_threads "$pid")
     ran=$(join -a 2 <(echo "$before") <(echo "$after") | awk 'NF != 5 || $2 != $4 || $3 != $5')
-    [[ -z $ran ]] || _fail "$what: threads of the idle daemon ran in $seconds s (TID, then switches and CPU ns before and after; a new thread has one pair): $ran"
+    [[ -z $ran ]] || _fail "$what: threads of the idle daemon ran in $seconds s (TID, then switches and CPU ns before and after; a new thread has one pair): $ran; their names: $(for t in $(awk '{ print $1 }' <<<"$ran"); do echo -n "$t=$(cat /proc/"$pid"/task/"$t"/comm 2>/dev/null) "; done)"
     _ok "$what: no thread of the daemon ran in $seconds s idle ($(wc -l <<<"$after") threads)"
 }
