@@ -78,9 +78,9 @@ struct MountOptions {
                 case "attr_timeout": timeouts.attributes = try Self.number(option, value)
                 case "entry_timeout": timeouts.entries = try Self.number(option, value)
                 case "negative_timeout": timeouts.negative = try Self.number(option, value)
-                case "claim_timeout": claimTimeout = .milliseconds(Int(try Self.number(option, value) * 1000))
-                case "namespace_timeout": namespaceTimeout = .milliseconds(Int(try Self.number(option, value) * 1000))
-                case "presenter_timeout": presenterTimeout = .milliseconds(Int(try Self.number(option, value) * 1000))
+                case "claim_timeout": claimTimeout = Seconds.duration(try Self.number(option, value))
+                case "namespace_timeout": namespaceTimeout = Seconds.duration(try Self.number(option, value))
+                case "presenter_timeout": presenterTimeout = Seconds.duration(try Self.number(option, value))
                 case "threads": workerThreads = try Self.count(option, value, 1...Self.maxThreads)
                 case "idle_threads": idleThreads = try Self.count(option, value, 0...Self.maxThreads)
                 case _ where value == nil && Self.passedOn.contains(key): fuse.append(option)
@@ -140,9 +140,7 @@ struct MountOptions {
     /// At most 10^9 (seconds: 31 years), so that every conversion to whole milliseconds or
     /// nanoseconds fits; `inf` and `nan`, which `Double` parses, are refused too.
     private static func number(_ option: String, _ value: String?) throws -> Double {
-        guard let value, let n = Double(value), n >= 0, n <= 1e9 else {
-            throw CommandFailure("-o \(option): expects a number from 0 to 1000000000")
-        }
+        guard let n = Seconds.parse(value) else { throw CommandFailure("-o \(option): \(Seconds.expectation)") }
         return n
     }
 

@@ -158,7 +158,7 @@ for bad in attr_timeout=inf claim_timeout=nan presenter_timeout=1e300 negative_t
     rc=0
     out=$(containerfs mount "$S" "$M" -o "$bad" 2>&1) || rc=$?
     _assert_eq 1 "$rc" "exit status for -o $bad"
-    _assert_eq "containerfs: -o $bad: expects a number from 0 to 1000000000" "$out" "message for -o $bad"
+    _assert_eq "containerfs: -o $bad: expects a number of seconds from 0 to 1000000000" "$out" "message for -o $bad"
 done
 # Thread counts are whole numbers, and a pool needs a thread.
 for bad in threads=0.5 threads=0 threads=1e300 threads=100001 idle_threads=-1 idle_threads=2.5; do
