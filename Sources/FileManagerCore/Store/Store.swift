@@ -39,7 +39,8 @@ public final class Store: Sendable {
         case store
         /// Nothing (the last component, or a directory on the way, is missing).
         case missing
-        /// A directory with nothing in it (but perhaps `lost+found`): a store may be made there.
+        /// A directory with nothing in it (but perhaps `lost+found`, or what an interrupted
+        /// making of a store left, `roomNames`): a store may be made there.
         case emptyDirectory
         /// A directory with other things in it.
         case otherDirectory
@@ -51,6 +52,11 @@ public final class Store: Sendable {
 
     /// Looks at `path` without changing anything. A store is recognised by its database
     /// alone: every store ever opened has one, and no other program's directory is likely to.
+    /// What a directory may hold and still be room for a new store: nothing, or what an
+    /// interrupted making of one left (its own directories, lock and log, no database).
+    static let roomNames: Set<String> = [".", "..", "lost+found", "containers", "snapshots", "trash", ".staging", ".lock",
+                                         "daemon.log", "containerfs.db-wal", "containerfs.db-shm", "containerfs.db-journal"]
+
     public static func find(at path: FilePath) -> Found {
         var st = stat()
         guard fstatat(AT_FDCWD, path.string, &st, 0) == 0 else {
@@ -61,9 +67,11 @@ public final class Store: Sendable {
         if Glibc.lstat(path.appending("containerfs.db").string, &st) == 0 { return .store }
         guard let dir = opendir(path.string) else { return .unreadable(Errno(rawValue: Glibc.errno)) }
         defer { closedir(dir) }
+        // Room for a store: nothing there but what making one left, if that stopped before
+        // the database (which a failed open used to leave, and nothing could then finish).
         while let entry = readdir(dir) {
             let name = withUnsafeBytes(of: entry.pointee.d_name) { String(cString: $0.bindMemory(to: CChar.self).baseAddress!) }
-            if name != "." && name != ".." && name != "lost+found" { return .otherDirectory }
+            if !Store.roomNames.contains(name) { return .otherDirectory }
         }
         return .emptyDirectory
     }
@@ -118,8 +126,11 @@ public final class Store: Sendable {
             throw .system(error, name.isEmpty ? display : "\(display)/\(name)")
         }
         let databasePath = self.path.appending("containerfs.db").string
+        // SQLite's NOFOLLOW refuses a link anywhere in the path, and a store may well lie
+        // under one (a home under a linked /home): it is given the path the kernel resolved.
+        let resolvedDatabasePath = (Store.resolvedPath(of: rootFD) ?? self.path.string) + "/containerfs.db"
         do {
-            database = try Store.asOwner(of: rootFD) { () throws -> MetadataDatabase in try MetadataDatabase(path: databasePath) }
+            database = try Store.asOwner(of: rootFD) { () throws -> MetadataDatabase in try MetadataDatabase(path: resolvedDatabasePath) }
         } catch {
             // SQLite says only "unable to open": name the link, if that is what stopped it.
             for name in ["containerfs.db", "containerfs.db-wal", "containerfs.db-shm"] {
@@ -133,6 +144,14 @@ public final class Store: Sendable {
 
     /// Why the database cannot be opened, in the system's words where there are any:
     /// SQLite says "attempt to write a readonly database" for a store of another user's.
+    /// The directory `fd` is open on, as the kernel resolved it: no symbolic link in it.
+    static func resolvedPath(of fd: CInt) -> String? {
+        var buffer = [CChar](repeating: 0, count: Int(PATH_MAX) + 1)
+        let n = readlink("/proc/self/fd/\(fd)", &buffer, Int(PATH_MAX))
+        guard n > 0, buffer[0] == 0x2F else { return nil }
+        return String(decoding: buffer[0..<n].map { UInt8(bitPattern: $0) }, as: UTF8.self)
+    }
+
     private static func databaseFailure(_ path: String, _ error: any Error) -> FileManagerError {
         var st = stat()
         if Glibc.access(path, R_OK | W_OK) != 0 {

@@ -96,6 +96,17 @@ _assert_eq "containerfs: $TEST_TMP/home: not a ContainerFS store, and not empty:
 _assert_output "notes" fsop listdir "$TEST_TMP/home"
 _assert_ok containerfs container create com.example.new --store "$TEST_TMP/new/store"
 _assert_output "com.example.new" sh -c "containerfs container list --store '$TEST_TMP/new/store' | cut -f1"
+# A store under a symbolic link works: SQLite's NOFOLLOW refused the database of
+# `link/store` (a link anywhere in the path), and the half-made store it left then counted
+# as "not empty" for good. What an interrupted making leaves is room for a store.
+mkdir -p "$TEST_TMP/real"
+ln -s real "$TEST_TMP/link"
+_assert_output "$TEST_TMP/link/store/containers/com.example.linked" containerfs container create com.example.linked --store "$TEST_TMP/link/store"
+_assert_output "com.example.linked" sh -c "containerfs container list --store '$TEST_TMP/link/store' | cut -f1"
+mkdir -p "$TEST_TMP/half/containers" "$TEST_TMP/half/snapshots" "$TEST_TMP/half/trash" "$TEST_TMP/half/.staging"
+: >"$TEST_TMP/half/.lock"
+_assert_ok containerfs container create com.example.half --store "$TEST_TMP/half"
+_assert_output "com.example.half" sh -c "containerfs container list --store '$TEST_TMP/half' | cut -f1"
 # An empty --store names no store (it used to make one of the working directory).
 cd "$TEST_TMP/home"
 for cmd in list "remove com.example.alpha" "path com.example.alpha" "create com.example.alpha"; do
