@@ -22,11 +22,17 @@ final class StaleOpens: Sendable {
 
     struct Answered {
         let at: UInt64
+        let inode: UInt64
         let parent: UInt64
         let name: FilePath.Component
 
-        /// Whether an open of what is now `name` in `parent` retries this one.
-        func isRetry(of parent: UInt64, _ name: FilePath.Component) -> Bool { parent == self.parent && name == self.name }
+        /// Whether an open of `inode`, now last seen as `name` in `parent`, retries this one:
+        /// the file now under the same name (a replaced one), or the same file (whose
+        /// recorded name the retry's fresh look-up may have moved: a hard link's other name,
+        /// found after the name it was known by was moved away in the store).
+        func isRetry(of inode: UInt64, _ parent: UInt64, _ name: FilePath.Component) -> Bool {
+            inode == self.inode || (parent == self.parent && name == self.name)
+        }
     }
     private struct State {
         var answered: [Int32: Answered] = [:]
@@ -41,15 +47,15 @@ final class StaleOpens: Sendable {
     /// Whether `state` holds anything: the usual OPEN reads this and takes no lock.
     private let pending = Atomic<Bool>(false)
 
-    /// Records that `pid`'s open of `item`, last seen as `name` in `parent`, is answered ESTALE.
+    /// Records that `pid`'s open of `inode`, last seen as `name` in `parent`, is answered ESTALE.
     /// Callers outside the daemon's pid namespace arrive as pid 0: they are not told apart,
     /// so they get no exemption (a second ESTALE is the worst they see).
-    func answered(_ pid: Int32, parent: UInt64, name: FilePath.Component) {
+    func answered(_ pid: Int32, inode: UInt64, parent: UInt64, name: FilePath.Component) {
         guard pid != 0 else { return }
         state.withLock { s in
             let now = DispatchTime.now().uptimeNanoseconds
             s.prune(now: now)
-            s.answered[pid] = Answered(at: now, parent: parent, name: name)
+            s.answered[pid] = Answered(at: now, inode: inode, parent: parent, name: name)
             pending.store(true, ordering: .releasing)
         }
     }

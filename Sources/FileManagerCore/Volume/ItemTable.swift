@@ -49,13 +49,16 @@ public final class ItemTable: Sendable {
     /// one with `make` (which opens its descriptor) and inserts it with one reference.
     /// `make` runs outside the lock; if another thread inserted meanwhile, its item wins.
     /// `epoch`: `outsideEntryEpoch` as read before the name was resolved.
-    func remember(_ inode: UInt64, epoch: UInt64, make: () throws(Errno) -> Item) throws(Errno) -> Item {
+    /// `known`: run on an item already held, before its look-up counts as a resolution of it
+    /// (`resolvedEpoch`).
+    func remember(_ inode: UInt64, epoch: UInt64, known: (Item) -> Void = { _ in }, make: () throws(Errno) -> Item) throws(Errno) -> Item {
         let s = shard(inode)
         if let existing = shards[s].withLock({ table -> Item? in
             guard let item = table[inode] else { return nil }
             item.state.withLock { $0.references += 1 }
             return item
         }) {
+            known(existing)
             existing.resolvedEpoch.store(epoch, ordering: .relaxed)
             return existing
         }

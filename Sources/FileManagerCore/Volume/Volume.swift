@@ -230,7 +230,11 @@ public final class Volume: Sendable {
                   open: () throws(Errno) -> CInt) throws(Errno) -> Item {
         let inode = UInt64(st.st_ino)
         let type = st.st_mode & S_IFMT
-        let item = try items.remember(inode, epoch: epoch ?? items.outsideEntryEpoch.load(ordering: .acquiring)) { () throws(Errno) in
+        // A file found under another name than it was last seen under is followed there
+        // before the look-up counts as a resolution of it: an OPEN through the old name
+        // meanwhile finds the old entry counted (`followMoveInStore`).
+        let known = { (item: Item) in if !item.isDirectory { self.followMoveInStore(item, to: parent, name: name) } }
+        let item = try items.remember(inode, epoch: epoch ?? items.outsideEntryEpoch.load(ordering: .acquiring), known: known) { () throws(Errno) in
             let fd = try open()
             let parentZone = zone(of: parent)
             let zone = parentZone.child(named: name, isDirectory: type == S_IFDIR, key: inode)
@@ -241,8 +245,6 @@ public final class Volume: Sendable {
         if item.isDirectory {
             let moved = item.state.withLock { $0.parent !== parent }
             if moved { relocate(item, to: parent, name: name) }
-        } else {
-            followMoveInStore(item, to: parent, name: name)
         }
         return item
     }
@@ -269,8 +271,8 @@ public final class Volume: Sendable {
         } catch {
             guard error == .noSuchFileOrDirectory else { return }  // unknown: leave it
         }
+        item.oldNamesInKernel.add(1, ordering: .releasing)  // before the name moves: see remember
         relocate(item, to: parent, name: name)
-        item.oldNamesInKernel.add(1, ordering: .relaxed)
         var queued = false
         notify { o in if o.entryLeftBehind(parent: oldParent.inode, name: oldName, then: { item.oldNamesInKernel.subtract(1, ordering: .releasing) }) { queued = true } }
         if !queued { item.oldNamesInKernel.subtract(1, ordering: .releasing) }

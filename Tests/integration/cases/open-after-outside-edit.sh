@@ -25,6 +25,10 @@
 #            which must fail with ENOENT: the look-up of t found the file under its new
 #            name before the kernel dropped its entry d/m (1-2 rounds in 300 opened d/m
 #            before; DESIGN.md 27)
+#   moved-link  (in shell, `moved_link_rounds`) a file with two names, A and B, both
+#            cached and A opened last; A moved in the store to C; `cat B` through the mount
+#            must read it (its retry found the file under B: 43 rounds in 100 failed with
+#            ESTALE in the first version of the fix)
 # The last three have no event to wait for: the open compares the file's mtime and size with
 # those the kernel's pages were last known to show (DESIGN.md 14).
 # Under -o writeback the kernel keeps a regular file's size itself and never takes the
@@ -179,6 +183,20 @@ print(len(wrong), wrong[:3])
 PY
 }
 
+moved_link_rounds() { # DIR_IN_MOUNT DIR_IN_STORE: how many of 100 rounds failed
+    local m=$1 s=$2 i wrong=0
+    for i in $(seq 1 100); do
+        echo data >"$s/A$i"
+        ln "$s/A$i" "$s/B$i"
+        _wait_for 5 stat "$m/A$i" >/dev/null 2>&1
+        _wait_for 5 stat "$m/B$i" >/dev/null 2>&1
+        cat "$m/A$i" >/dev/null
+        mv "$s/A$i" "$s/C$i"
+        [[ $(cat "$m/B$i" 2>&1) == data ]] || wrong=$((wrong + 1))
+    done
+    echo "$wrong"
+}
+
 for mode in default writeback; do
     fs_mount_mode "$mode"
     C=$(_mkcontainer com.example.open-after)
@@ -197,6 +215,7 @@ for mode in default writeback; do
     _assert_output "0 []" rounds truncate "$D" "$SD"
     _assert_output "0 []" rounds unclosed "$D" "$SD"
     _assert_output "0 []" rounds moved "$D" "$SD"
+    _assert_output "0" moved_link_rounds "$D" "$SD"
     # Under writeback the mount's writes stay in the kernel's pages until its close, past
     # the truncation: what the store then holds is the kernel's to decide (DESIGN.md 22).
     [[ $mode == default ]] && _assert_output "0 []" rounds between-writes "$D" "$SD"
