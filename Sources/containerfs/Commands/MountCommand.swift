@@ -24,7 +24,7 @@ struct MountCommand: ParsableCommand {
             6.9 or later, root daemon; not with writeback), uring (requests come through the kernel's \
             io_uring queues, one per CPU, served on the CPU that made them; Linux 6.14 or later with \
             /sys/module/fuse/parameters/enable_uring set to Y). Generic fstab options (defaults, nofail, noauto, user, \
-            _netdev, x-*) are accepted and ignored; mount flags (nosuid, nodev, noexec, noatime, sync, dirsync, ...) \
+            _netdev, x-*) and relatime, strictatime, lazytime, diratime and their no- forms are accepted and ignored; mount flags (nosuid, nodev, noexec, noatime, sync, dirsync, ...) \
             and debug go to the kernel and libfuse. Any other option is refused.
             """
     )

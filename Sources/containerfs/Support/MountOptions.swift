@@ -43,11 +43,16 @@ struct MountOptions {
     /// `mount` had reported the mount live (exit 0, nothing mounted).
     static let passedOn: Set<String> = [
         "ro", "auto_unmount", "debug", "suid", "nosuid", "dev", "nodev", "exec", "noexec",
-        "async", "sync", "dirsync", "atime", "noatime", "diratime", "nodiratime", "relatime",
-        "norelatime", "strictatime", "nostrictatime", "lazytime", "nolazytime",
+        "async", "sync", "dirsync", "atime", "noatime",
     ]
 
-    static let generic: Set<String> = ["defaults", "nofail", "auto", "noauto", "user", "users", "nouser", "_netdev", "owner", "group", "rw"]
+    /// Taken and dropped: fstab's generic options, and the finer access-time flags, which
+    /// libfuse 3.14 refuses ("unknown option") though an fstab line may well carry them
+    /// (`defaults,relatime`); the kernel's default for the mount is relatime.
+    static let generic: Set<String> = [
+        "defaults", "nofail", "auto", "noauto", "user", "users", "nouser", "_netdev", "owner", "group", "rw",
+        "diratime", "nodiratime", "relatime", "norelatime", "strictatime", "nostrictatime", "lazytime", "nolazytime",
+    ]
 
     init(_ lists: [String], store: String) throws {
         var fsname: String?
