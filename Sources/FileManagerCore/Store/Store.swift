@@ -129,6 +129,7 @@ public final class Store: Sendable {
         // SQLite's NOFOLLOW refuses a link anywhere in the path, and a store may well lie
         // under one (a home under a linked /home): it is given the path the kernel resolved.
         let resolvedDatabasePath = (Store.resolvedPath(of: rootFD) ?? self.path.string) + "/containerfs.db"
+        Store.adoptOwnFiles(rootFD)
         do {
             database = try Store.asOwner(of: rootFD) { () throws -> MetadataDatabase in try MetadataDatabase(path: resolvedDatabasePath) }
         } catch {
@@ -174,6 +175,29 @@ public final class Store: Sendable {
     /// `containerfs.db-wal -> /etc/shadow`) leads nowhere its owner could not write anyway.
     public func asOwner<R, E: Error>(_ body: () throws(E) -> R) throws(E) -> R {
         try Store.asOwner(of: rootFD, body)
+    }
+
+    /// Opens one of the store's own files (its lock, the daemon's log) by name in the
+    /// store's directory, never through a link, and as its owner (`asOwner`): root once
+    /// wrote its lock and log into whatever file the store's owner had linked there.
+    public func openOwnFile(_ name: String, _ flags: CInt, mode: mode_t = 0o640) throws(Errno) -> CInt {
+        try asOwner { () throws(Errno) -> CInt in try Syscall.openat(rootFD, name, flags | O_NOFOLLOW, mode) }
+    }
+
+    /// The store's own files that root made in a store another user owns — an older version
+    /// opened them as root, or root made the store and gave it away — are handed to the
+    /// owner, so that opening them as the owner (`asOwner`) works: root could no longer mount
+    /// such a store ("daemon.log: permission denied", "attempt to write a readonly
+    /// database"). Only a regular file with a single link, checked on the very descriptor
+    /// that is changed: never what a link, hard or symbolic, leads to.
+    static func adoptOwnFiles(_ rootFD: CInt) {
+        guard Credentials.canSwitch, let root = try? Syscall.fstat(rootFD), root.st_uid != 0 else { return }
+        for name in ["containerfs.db", "containerfs.db-wal", "containerfs.db-shm", "daemon.log", ".lock"] {
+            guard let fd = try? Syscall.openat(rootFD, name, O_PATH | O_NOFOLLOW) else { continue }
+            defer { Syscall.close(fd) }
+            guard let st = try? Syscall.fstat(fd), st.st_mode & S_IFMT == S_IFREG, st.st_nlink == 1, st.st_uid == 0 else { continue }
+            try? Syscall.fchown(pathDescriptor: fd, root.st_uid, root.st_gid)
+        }
     }
 
     static func asOwner<R, E: Error>(of rootFD: CInt, _ body: () throws(E) -> R) throws(E) -> R {
@@ -222,7 +246,7 @@ public final class Store: Sendable {
     public func acquireLock(mountPoint: String?) throws(FileManagerError) -> StoreLock {
         let fd: CInt
         do {
-            fd = try Syscall.openat(rootFD, ".lock", O_RDWR | O_CREAT | O_NOFOLLOW, 0o644)
+            fd = try openOwnFile(".lock", O_RDWR | O_CREAT, mode: 0o644)
         } catch {
             throw FileManagerError(error, path: path.appending(".lock").string)
         }
@@ -248,7 +272,7 @@ public final class Store: Sendable {
 
     /// Who holds the lock, as recorded in the lock file, if anyone does.
     public func lockHolder() -> String? {
-        guard let fd = try? Syscall.openat(rootFD, ".lock", O_RDONLY | O_NOFOLLOW) else { return nil }
+        guard let fd = try? openOwnFile(".lock", O_RDONLY) else { return nil }
         defer { Syscall.close(fd) }
         if flock(fd, LOCK_SH | LOCK_NB) == 0 { flock(fd, LOCK_UN); return nil }
         return Store.readLockHolder(fd) ?? "locked"

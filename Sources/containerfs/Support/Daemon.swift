@@ -15,11 +15,10 @@ enum Daemon {
         }
         // Never through a link, and as the store's owner (`Store.asOwner`): root once
         // appended its log to whatever file a user linked there.
-        let (logFD, failure) = opened.asOwner { () -> (CInt, CInt) in
-            let fd = open(store.appending("daemon.log").string, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0o640)
-            return (fd, errno)
+        let logFD: CInt
+        do { logFD = try opened.openOwnFile("daemon.log", O_WRONLY | O_CREAT | O_APPEND) } catch {
+            throw CommandFailure("\(store)/daemon.log: \(error)")
         }
-        guard logFD >= 0 else { throw CommandFailure("\(store)/daemon.log: \(Errno(rawValue: failure))") }
         defer { close(logFD) }
 
         var pipeFDs: [Int32] = [0, 0]
@@ -45,7 +44,7 @@ enum Daemon {
         if text == "ready" { return }
         var status: Int32 = 0
         _ = waitpid(pid, &status, 0)
-        let reasons = libfuseReasons(opened, store.appending("daemon.log"), from: logStart)
+        let reasons = libfuseReasons(opened, from: logStart)
         let because = reasons.isEmpty ? "" : " (\(reasons.joined(separator: "; ")))"
         throw CommandFailure(text.isEmpty ? "the daemon exited before the mount was live\(because) (see \(store)/daemon.log)" : text + because)
     }
@@ -53,10 +52,8 @@ enum Daemon {
     /// What libfuse and fusermount3 wrote to the daemon's log since `offset` (their lines
     /// start `fuse:` or `fusermount3:`): the reason a mount failed, which they print on
     /// standard error only, and which the daemon's own message cannot know.
-    private static func libfuseReasons(_ store: Store, _ log: FilePath, from offset: off_t) -> [String] {
-        guard offset >= 0 else { return [] }
-        let fd = store.asOwner { open(log.string, O_RDONLY | O_NOFOLLOW | O_CLOEXEC) }
-        guard fd >= 0 else { return [] }
+    private static func libfuseReasons(_ store: Store, from offset: off_t) -> [String] {
+        guard offset >= 0, let fd = try? store.openOwnFile("daemon.log", O_RDONLY) else { return [] }
         defer { close(fd) }
         var bytes = [UInt8](repeating: 0, count: 8192)
         let n = bytes.withUnsafeMutableBytes { pread(fd, $0.baseAddress, $0.count, offset) }

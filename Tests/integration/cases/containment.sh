@@ -153,6 +153,24 @@ for f in db-wal:wal db-shm:shm db:db; do
     rm "$US/containerfs.${f%%:*}"
 done
 _assert_exit 1 _is_mounted "$TEST_TMP/umnt"
+# Root-owned files of the store's own that an older version left there are handed to the
+# owner (root could no longer mount the store: "daemon.log: permission denied"); a file with
+# another link is not, and what it is linked to keeps its owner.
+_assert_ok _as_user "$U1" "$CONTAINERFS" container create org.example.again --store "$US"   # its database again
+install -m 640 /dev/null "$US/daemon.log"
+chown 0:0 "$US/containerfs.db"
+echo secret >"$TEST_TMP/root-only"
+chmod 600 "$TEST_TMP/root-only"
+rm -f "$US/.lock"
+ln "$TEST_TMP/root-only" "$US/.lock"
+_assert_exit 1 containerfs mount "$US" "$TEST_TMP/umnt"
+[[ ${_OUT,,} == *"${US,,}/.lock: permission denied"* ]] || _fail "a .lock linked to a root-only file: $_OUT"
+_assert_output "0 0 secret" sh -c "echo \$(stat -c '%u %g' '$TEST_TMP/root-only') \$(cat '$TEST_TMP/root-only')"
+rm "$US/.lock"
+_assert_ok containerfs mount "$US" "$TEST_TMP/umnt"
+_assert_output $'org.example.again\norg.example.own' fsop listdir "$TEST_TMP/umnt/containers"
+_assert_ok containerfs unmount "$TEST_TMP/umnt"
+_assert_output "$U1_UID"$'\n'"$U1_UID" stat -c '%u' "$US/daemon.log" "$US/containerfs.db"
 
 # Nothing outside the store changed.
 _assert_eq "$before" "$(snapshot_outside)" "the outside tree"
