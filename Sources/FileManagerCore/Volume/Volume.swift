@@ -232,9 +232,15 @@ public final class Volume: Sendable {
         let type = st.st_mode & S_IFMT
         // A file found under another name than it was last seen under is followed there
         // before the look-up counts as a resolution of it: an OPEN through the old name
-        // meanwhile finds the old entry counted (`followMoveInStore`).
-        let known = { (item: Item) in if !item.isDirectory { self.followMoveInStore(item, to: parent, name: name) } }
-        let item = try items.remember(inode, epoch: epoch ?? items.outsideEntryEpoch.load(ordering: .acquiring), known: known) { () throws(Errno) in
+        // meanwhile finds the old entry counted (`followMoveInStore`). Only once the watcher
+        // counted an entry removed or moved in the store since the item was last resolved:
+        // before, its name cannot have moved there (a rename through the mount moves it
+        // itself), and the usual look-up pays one atomic load. A move the watcher has yet to
+        // count is found by the OPEN, which catches up first (`wasReplacedInStore`).
+        let epoch = epoch ?? items.outsideEntryEpoch.load(ordering: .acquiring)
+        let item = try items.remember(inode, epoch: epoch, known: { item in
+            if !item.isDirectory && item.resolvedEpoch.load(ordering: .relaxed) != epoch { followMoveInStore(item, to: parent, name: name) }
+        }) { () throws(Errno) in
             let fd = try open()
             let parentZone = zone(of: parent)
             let zone = parentZone.child(named: name, isDirectory: type == S_IFDIR, key: inode)
