@@ -17,6 +17,10 @@ import SystemPackage
 public final class Store: Sendable {
     public let path: FilePath
     public let rootFD: CInt
+    /// `path` as the kernel resolves it, no symbolic link in it: what SQLite is given (its
+    /// NOFOLLOW refuses a link anywhere in a path, and a store may lie under one, a home
+    /// under a linked /home), and what backing paths read from /proc begin with.
+    public let resolvedPath: FilePath
     public let containersFD: CInt
     public let snapshotsFD: CInt
     public let trashFD: CInt
@@ -40,7 +44,7 @@ public final class Store: Sendable {
         /// Nothing (the last component, or a directory on the way, is missing).
         case missing
         /// A directory with nothing in it (but perhaps `lost+found`, or what an interrupted
-        /// making of a store left, `roomNames`): a store may be made there.
+        /// making of a store left, `leftByMaking`): a store may be made there.
         case emptyDirectory
         /// A directory with other things in it.
         case otherDirectory
@@ -50,13 +54,24 @@ public final class Store: Sendable {
         case unreadable(Errno)
     }
 
+    /// What a directory may hold and still be room for a new store: nothing, or what an
+    /// interrupted making of one left — its own directories, empty, and its lock and log
+    /// files, no database (`leftByMaking`).
+    static let roomDirectories: Set<String> = ["containers", "snapshots", "trash", ".staging"]
+    static let roomFiles: Set<String> = [".lock", "daemon.log", "containerfs.db-wal", "containerfs.db-shm", "containerfs.db-journal"]
+
+    /// Whether the entry `name` of `path` is one an interrupted making of a store left.
+    private static func leftByMaking(_ path: FilePath, _ name: String) -> Bool {
+        if name == "." || name == ".." || name == "lost+found" { return true }
+        var st = stat()
+        guard Glibc.lstat(path.appending(name).string, &st) == 0 else { return false }
+        if roomFiles.contains(name) { return st.st_mode & S_IFMT == S_IFREG }
+        guard roomDirectories.contains(name), st.st_mode & S_IFMT == S_IFDIR else { return false }
+        return (try? FileManager.default.contentsOfDirectory(atPath: path.appending(name).string))?.isEmpty == true
+    }
+
     /// Looks at `path` without changing anything. A store is recognised by its database
     /// alone: every store ever opened has one, and no other program's directory is likely to.
-    /// What a directory may hold and still be room for a new store: nothing, or what an
-    /// interrupted making of one left (its own directories, lock and log, no database).
-    static let roomNames: Set<String> = [".", "..", "lost+found", "containers", "snapshots", "trash", ".staging", ".lock",
-                                         "daemon.log", "containerfs.db-wal", "containerfs.db-shm", "containerfs.db-journal"]
-
     public static func find(at path: FilePath) -> Found {
         var st = stat()
         guard fstatat(AT_FDCWD, path.string, &st, 0) == 0 else {
@@ -71,7 +86,7 @@ public final class Store: Sendable {
         // the database (which a failed open used to leave, and nothing could then finish).
         while let entry = readdir(dir) {
             let name = withUnsafeBytes(of: entry.pointee.d_name) { String(cString: $0.bindMemory(to: CChar.self).baseAddress!) }
-            if !Store.roomNames.contains(name) { return .otherDirectory }
+            if !Store.leftByMaking(path, name) { return .otherDirectory }
         }
         return .emptyDirectory
     }
@@ -126,10 +141,9 @@ public final class Store: Sendable {
             throw .system(error, name.isEmpty ? display : "\(display)/\(name)")
         }
         let databasePath = self.path.appending("containerfs.db").string
-        // SQLite's NOFOLLOW refuses a link anywhere in the path, and a store may well lie
-        // under one (a home under a linked /home): it is given the path the kernel resolved.
-        let resolvedDatabasePath = (Store.resolvedPath(of: rootFD) ?? self.path.string) + "/containerfs.db"
-        Store.adoptOwnFiles(rootFD)
+        resolvedPath = Store.resolvedPath(of: rootFD).map { FilePath($0) } ?? self.path
+        let resolvedDatabasePath = resolvedPath.appending("containerfs.db").string
+        try Store.refuseRootsOwnFiles(rootFD, display)
         do {
             database = try Store.asOwner(of: rootFD) { () throws -> MetadataDatabase in try MetadataDatabase(path: resolvedDatabasePath) }
         } catch {
@@ -143,16 +157,22 @@ public final class Store: Sendable {
         }
     }
 
-    /// Why the database cannot be opened, in the system's words where there are any:
-    /// SQLite says "attempt to write a readonly database" for a store of another user's.
-    /// The directory `fd` is open on, as the kernel resolved it: no symbolic link in it.
+    /// The directory `fd` is open on, as the kernel resolved it: no symbolic link in it. Nil
+    /// unless that path leads to the very directory now (not one deleted or out of reach:
+    /// the kernel then adds " (deleted)" or gives no absolute path).
     static func resolvedPath(of fd: CInt) -> String? {
         var buffer = [CChar](repeating: 0, count: Int(PATH_MAX) + 1)
         let n = readlink("/proc/self/fd/\(fd)", &buffer, Int(PATH_MAX))
         guard n > 0, buffer[0] == 0x2F else { return nil }
-        return String(decoding: buffer[0..<n].map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        let path = String(decoding: buffer[0..<n].map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        var there = stat()
+        guard let here = try? Syscall.fstat(fd), Glibc.lstat(path, &there) == 0,
+              there.st_dev == here.st_dev, there.st_ino == here.st_ino else { return nil }
+        return path
     }
 
+    /// Why the database cannot be opened, in the system's words where there are any:
+    /// SQLite says "attempt to write a readonly database" for a store of another user's.
     private static func databaseFailure(_ path: String, _ error: any Error) -> FileManagerError {
         var st = stat()
         if Glibc.access(path, R_OK | W_OK) != 0 {
@@ -184,19 +204,24 @@ public final class Store: Sendable {
         try asOwner { () throws(Errno) -> CInt in try Syscall.openat(rootFD, name, flags | O_NOFOLLOW, mode) }
     }
 
-    /// The store's own files that root made in a store another user owns — an older version
-    /// opened them as root, or root made the store and gave it away — are handed to the
-    /// owner, so that opening them as the owner (`asOwner`) works: root could no longer mount
-    /// such a store ("daemon.log: permission denied", "attempt to write a readonly
-    /// database"). Only a regular file with a single link, checked on the very descriptor
-    /// that is changed: never what a link, hard or symbolic, leads to.
-    static func adoptOwnFiles(_ rootFD: CInt) {
+    /// The store's own files that root made in a store another user owns (an older version
+    /// opened them as root, or root made the store and gave it away) cannot be opened as
+    /// the owner (`asOwner`). The lock and the log hold nothing worth keeping: such a one is
+    /// removed, which the owner could do too, and made again as the owner. The database is
+    /// not handed over: any root-owned file the owner moved into the store under its name
+    /// would be (a secret root wrote elsewhere in a directory of the owner's); the open
+    /// fails, saying whose the file is and what to do.
+    static func refuseRootsOwnFiles(_ rootFD: CInt, _ display: String) throws(FileManagerError) {
         guard Credentials.canSwitch, let root = try? Syscall.fstat(rootFD), root.st_uid != 0 else { return }
-        for name in ["containerfs.db", "containerfs.db-wal", "containerfs.db-shm", "daemon.log", ".lock"] {
-            guard let fd = try? Syscall.openat(rootFD, name, O_PATH | O_NOFOLLOW) else { continue }
-            defer { Syscall.close(fd) }
-            guard let st = try? Syscall.fstat(fd), st.st_mode & S_IFMT == S_IFREG, st.st_nlink == 1, st.st_uid == 0 else { continue }
-            try? Syscall.fchown(pathDescriptor: fd, root.st_uid, root.st_gid)
+        for name in [".lock", "daemon.log"] {
+            if let st = try? Syscall.fstatat(rootFD, name), st.st_uid == 0, st.st_mode & S_IFMT == S_IFREG {
+                _ = unlinkat(rootFD, name, 0)
+            }
+        }
+        for name in ["containerfs.db", "containerfs.db-wal", "containerfs.db-shm"] {
+            if let st = try? Syscall.fstatat(rootFD, name), st.st_uid == 0 {
+                throw .system(.permissionDenied, "\(display)/\(name) (it belongs to uid 0, in a store uid \(root.st_uid) owns, made so by an older ContainerFS: if it is this store's, `chown \(root.st_uid):\(root.st_gid) \(display)/containerfs.db*`)")
+            }
         }
     }
 

@@ -679,6 +679,9 @@ public final class StoreWatcher: @unchecked Sendable {
         let watchesAll = giveUps == giveUpsBefore
         guard afterOverflow || watchesAll else { return }
         volume.outsideItemChanges.noteEverything()  // a look-up under way reads its state again
+        // Names may have moved or gone in what was lost: every item is due for a check of its
+        // name at its next OPEN, and a look-up under another name follows it (DESIGN.md 27).
+        volume.items.outsideEntryEpoch.add(1, ordering: .releasing)
         volume.everyListingChanged()
         let inodes = volume.items.allInodes()
         var files: [Item] = []  // under writeback: what may have changed unseen (DESIGN.md 22)
@@ -709,7 +712,7 @@ public final class StoreWatcher: @unchecked Sendable {
     private func relativePath(_ dir: Watched, _ name: FilePath.Component) -> FilePath? {
         guard let target = try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/fd/\(dir.fd)") else { return nil }
         var path = FilePath(target)
-        guard path.removePrefix(volume.store.path) else { return nil }
+        guard path.removePrefix(volume.store.resolvedPath) else { return nil }  // /proc resolves links
         path.root = "/"
         if path.components.first?.string == "trash" { path = FilePath(root: "/", path.components.dropFirst()) }
         return path.appending(name)

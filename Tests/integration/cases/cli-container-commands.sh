@@ -106,6 +106,12 @@ _assert_output "com.example.linked" sh -c "containerfs container list --store '$
 mkdir -p "$TEST_TMP/half/containers" "$TEST_TMP/half/snapshots" "$TEST_TMP/half/trash" "$TEST_TMP/half/.staging"
 : >"$TEST_TMP/half/.lock"
 _assert_ok containerfs container create com.example.half --store "$TEST_TMP/half"
+# Only empty directories of those names: another program's `containers/` is not a store's.
+mkdir -p "$TEST_TMP/podman/containers/cfg"
+: >"$TEST_TMP/podman/containers/cfg/storage.conf"
+_assert_exit 1 containerfs container create com.example.x --store "$TEST_TMP/podman"
+_assert_eq "containerfs: $TEST_TMP/podman: not a ContainerFS store, and not empty: a new store needs a missing or empty directory" "$_OUT" "create over another program's containers/"
+_assert_output "cfg" fsop listdir "$TEST_TMP/podman/containers"
 _assert_output "com.example.half" sh -c "containerfs container list --store '$TEST_TMP/half' | cut -f1"
 # An empty --store names no store (it used to make one of the working directory).
 cd "$TEST_TMP/home"

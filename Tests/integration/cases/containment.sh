@@ -145,32 +145,37 @@ _assert_exit 1 containerfs mount "$US" "$TEST_TMP/umnt"
 [[ ${_OUT,,} == *"${US,,}/daemon.log: too many levels of symbolic links"* ]] || _fail "a linked daemon.log: $_OUT"
 rm "$US/daemon.log"
 for f in db-wal:wal db-shm:shm db:db; do
-    rm -f "$US/containerfs.${f%%:*}"
+    [[ -e $US/containerfs.${f%%:*} ]] && mv "$US/containerfs.${f%%:*}" "$US/kept.${f%%:*}"
     plant "containerfs.${f%%:*}" "${f#*:}"
     _assert_exit 1 containerfs container list --store "$US"
     [[ ${_OUT,,} == *"${US,,}/containerfs.${f%%:*}: too many levels of symbolic links"* ]] || _fail "a linked containerfs.${f%%:*}: $_OUT"
     _assert_exit 1 containerfs mount "$US" "$TEST_TMP/umnt"
     rm "$US/containerfs.${f%%:*}"
+    [[ -e $US/kept.${f%%:*} ]] && mv "$US/kept.${f%%:*}" "$US/containerfs.${f%%:*}"
 done
 _assert_exit 1 _is_mounted "$TEST_TMP/umnt"
-# Root-owned files of the store's own that an older version left there are handed to the
-# owner (root could no longer mount the store: "daemon.log: permission denied"); a file with
-# another link is not, and what it is linked to keeps its owner.
-_assert_ok _as_user "$U1" "$CONTAINERFS" container create org.example.again --store "$US"   # its database again
+# Root-owned files of the store's own that an older version left there: the lock and the
+# log are removed and made again as the owner (root could no longer mount the store:
+# "daemon.log: permission denied"); a root-owned database is never handed over (any
+# root-owned file the owner moved in under its name would be: a secret became readable),
+# and the refusal names it and says what to do. A lock linked to a root-only file loses the
+# link only: the file keeps its owner and content.
+_assert_ok _as_user "$U1" "$CONTAINERFS" container create org.example.again --store "$US"
 install -m 640 /dev/null "$US/daemon.log"
-chown 0:0 "$US/containerfs.db"
 echo secret >"$TEST_TMP/root-only"
 chmod 600 "$TEST_TMP/root-only"
 rm -f "$US/.lock"
 ln "$TEST_TMP/root-only" "$US/.lock"
+chown 0:0 "$US/containerfs.db"
 _assert_exit 1 containerfs mount "$US" "$TEST_TMP/umnt"
-[[ ${_OUT,,} == *"${US,,}/.lock: permission denied"* ]] || _fail "a .lock linked to a root-only file: $_OUT"
-_assert_output "0 0 secret" sh -c "echo \$(stat -c '%u %g' '$TEST_TMP/root-only') \$(cat '$TEST_TMP/root-only')"
-rm "$US/.lock"
+_assert_eq "containerfs: $US/containerfs.db (it belongs to uid 0, in a store uid $U1_UID owns, made so by an older ContainerFS: if it is this store's, \`chown $U1_UID:$U1_GID $US/containerfs.db*\`): Permission denied" "$_OUT" "a root-owned database in a user's store"
+_assert_output "0 0 1 secret" sh -c "echo \$(stat -c '%u %g %h' '$TEST_TMP/root-only') \$(cat '$TEST_TMP/root-only')"
+chown "$U1_UID:$U1_GID" "$US"/containerfs.db*
 _assert_ok containerfs mount "$US" "$TEST_TMP/umnt"
 _assert_output $'org.example.again\norg.example.own' fsop listdir "$TEST_TMP/umnt/containers"
 _assert_ok containerfs unmount "$TEST_TMP/umnt"
-_assert_output "$U1_UID"$'\n'"$U1_UID" stat -c '%u' "$US/daemon.log" "$US/containerfs.db"
+_assert_output "$U1_UID"$'\n'"$U1_UID" stat -c '%u' "$US/daemon.log" "$US/.lock"
+_assert_output "0 0 1 secret" sh -c "echo \$(stat -c '%u %g %h' '$TEST_TMP/root-only') \$(cat '$TEST_TMP/root-only')"
 
 # Nothing outside the store changed.
 _assert_eq "$before" "$(snapshot_outside)" "the outside tree"

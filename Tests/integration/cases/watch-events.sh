@@ -125,3 +125,16 @@ _expect_events containers $'subitemDidAppear containers/com.example.made\nsubite
 _assert_output $'request save,relinquishToWriter f\nrequest relinquishToWriter f\nrequest save,relinquishToWriter f2\nrequest relinquishToWriter f2' \
     eval "_events file '$D' | grep '^request' | head -4"
 fs_umount
+
+# MARK: a store reached through a symbolic link: changes made in it are heard too (the
+# watcher's backing paths come from /proc, with no link in them; none began with the store's
+# path as given, and every change made in the store went unheard)
+mkdir -p "$TEST_TMP/real"
+ln -s real "$TEST_TMP/link"
+TEST_STORE=$TEST_TMP/link/store
+fs_mount
+LD=$(_mkcontainer com.example.linked)/Documents
+_watch linked "$LD"
+mkdir "$TEST_TMP/real/store/containers/com.example.linked/Documents/outside"
+_expect_events linked 'subitemDidAppear outside (uncoordinated)' "$LD"
+fs_umount
