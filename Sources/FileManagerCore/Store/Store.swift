@@ -214,9 +214,15 @@ public final class Store: Sendable {
     static func refuseRootsOwnFiles(_ rootFD: CInt, _ display: String) throws(FileManagerError) {
         guard Credentials.canSwitch, let root = try? Syscall.fstat(rootFD), root.st_uid != 0 else { return }
         for name in [".lock", "daemon.log"] {
-            if let st = try? Syscall.fstatat(rootFD, name), st.st_uid == 0, st.st_mode & S_IFMT == S_IFREG {
-                _ = unlinkat(rootFD, name, 0)
+            guard let st = try? Syscall.fstatat(rootFD, name), st.st_uid == 0, st.st_mode & S_IFMT == S_IFREG else { continue }
+            // Not a lock a running daemon holds (an older one, serving the store as root):
+            // a lock made again beside it would let a second daemon serve the store.
+            if name == ".lock" {
+                guard let fd = try? Syscall.openat(rootFD, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK) else { continue }
+                defer { Syscall.close(fd) }
+                guard flock(fd, LOCK_EX | LOCK_NB) == 0 else { continue }
             }
+            _ = unlinkat(rootFD, name, 0)
         }
         for name in ["containerfs.db", "containerfs.db-wal", "containerfs.db-shm"] {
             if let st = try? Syscall.fstatat(rootFD, name), st.st_uid == 0 {
