@@ -1,17 +1,6 @@
 import Glibc
 import SystemPackage
 
-/// A file's identity: device and inode number.
-private struct FileIdentity: Hashable {
-    let device: UInt64
-    let inode: UInt64
-
-    init(_ st: stat) {
-        device = UInt64(st.st_dev)
-        inode = UInt64(st.st_ino)
-    }
-}
-
 /// One container's record in the metadata database.
 public struct ContainerRecord: Sendable, Codable, Equatable {
     public var id: String
@@ -131,19 +120,7 @@ public struct ContainerRegistry: Sendable {
     /// bundle that is one of them, or meets one inside (a bind mount), would copy the
     /// container being built into itself. Walked by the daemon's own rights, by `..` from the
     /// store's descriptors (mount points crossed as the kernel crosses them).
-    private func storeAndAbove() -> Set<FileIdentity> {
-        var found = Set<FileIdentity>()
-        guard var fd = try? Syscall.openat(store.stagingFD, ".", O_PATH | O_DIRECTORY) else { return found }
-        // Bounded: a path has at most PATH_MAX / 2 components.
-        for _ in 0..<(Int(PATH_MAX) / 2) {
-            guard let st = try? Syscall.fstat(fd), found.insert(FileIdentity(st)).inserted,
-                  let parent = try? Syscall.openat(fd, "..", O_PATH | O_DIRECTORY) else { break }
-            Syscall.close(fd)
-            fd = parent
-        }
-        Syscall.close(fd)
-        return found
-    }
+    private func storeAndAbove() -> Set<FileIdentity> { Set(FileIdentity.ancestry(of: store.stagingFD)) }
 
     /// How a warning names an item a bundle copy left out.
     private static func kindName(_ type: mode_t) -> String {

@@ -26,30 +26,13 @@ enum Paths {
     /// The control socket of a store.
     static func controlSocket(_ store: FilePath) -> String { store.appending("control.sock").string }
 
-    /// A directory's identity: the device and inode numbers.
-    struct Identity: Equatable {
-        let device: UInt64
-        let inode: UInt64
-    }
-
-    /// The identities of the directory at `path` and of every directory above it up to `/`,
-    /// as the kernel walks them (`..`: symbolic links resolved, mounts crossed); empty if
-    /// `path` is not a directory that can be opened.
-    static func ancestry(of path: FilePath) -> [Identity] {
-        var chain: [Identity] = []
-        var fd = open(path.string, O_PATH | O_DIRECTORY | O_CLOEXEC)
-        while fd >= 0 {
-            var st = stat()
-            guard fstat(fd, &st) == 0 else { break }
-            let id = Identity(device: UInt64(st.st_dev), inode: UInt64(st.st_ino))
-            if chain.last == id { break }   // `/`: its `..` is itself
-            chain.append(id)
-            let up = openat(fd, "..", O_PATH | O_DIRECTORY | O_CLOEXEC)
-            close(fd)
-            fd = up
-        }
-        if fd >= 0 { close(fd) }
-        return chain
+    /// The directory at `path` and every directory above it up to `/`, as the kernel walks
+    /// them (`FileIdentity.ancestry`); empty if `path` is not a directory that can be opened.
+    static func ancestry(of path: FilePath) -> [FileIdentity] {
+        let fd = open(path.string, O_PATH | O_DIRECTORY | O_CLOEXEC)
+        guard fd >= 0 else { return [] }
+        defer { close(fd) }
+        return FileIdentity.ancestry(of: fd)
     }
 
     static func isDirectory(_ path: FilePath) -> Bool {
