@@ -238,7 +238,7 @@ struct OwnChangesTests {
         defer { cleanUp(own, fd, path) }
         let inode = UInt64(try state(fd).st_ino)
         _ = try daemonChmod(own, inode, fd)                 // its IN_ATTRIB, at 64, unhandled
-        let start = own.stateBeforeWrite(inode, descriptor: fd)
+        let start = own.beforeWrite(inode, descriptor: fd).forRecord
         #expect(start != nil)
         _ = pwrite(fd, "journal", 7, 0)
         own.recordWrite(inode, descriptor: fd, before: start)
@@ -255,7 +255,7 @@ struct OwnChangesTests {
         let inode = UInt64(try state(fd).st_ino)
         _ = try daemonChmod(own, inode, fd)                 // IN_ATTRIB at 64
         _ = fchmod(fd, 0o600)                               // outside, IN_ATTRIB at 96
-        let start = own.stateBeforeWrite(inode, descriptor: fd)
+        let start = own.beforeWrite(inode, descriptor: fd).forRecord
         _ = pwrite(fd, "journal", 7, 0)
         own.recordWrite(inode, descriptor: fd, before: start)
         #expect(!own.isOwnItemState(try state(fd), queuedAt: 96))
@@ -270,7 +270,7 @@ struct OwnChangesTests {
             defer { cleanUp(own, fd, path) }
             let inode = UInt64(try state(fd).st_ino)
             _ = try daemonChmod(own, inode, fd)             // IN_ATTRIB at 64, unread
-            let start = own.stateBeforeWrite(inode, descriptor: fd)
+            let start = own.beforeWrite(inode, descriptor: fd).forRecord
             #expect(start != nil)
             if during { _ = fchmod(fd, 0o600) }             // outside, merged at 64
             _ = pwrite(fd, "journal", 7, 0)
@@ -288,7 +288,7 @@ struct OwnChangesTests {
         let inode = UInt64(try state(fd).st_ino)
         _ = try daemonChmod(own, inode, fd)                 // IN_ATTRIB at 64; echo by 96 or so
         own.cursor.handledBytes.store(UInt64(StoreWatcher.bufferSize) + 200, ordering: .relaxed)
-        #expect(own.stateBeforeWrite(inode, descriptor: fd) == nil)
+        #expect(own.beforeWrite(inode, descriptor: fd).forRecord == nil)
         _ = pwrite(fd, "journal", 7, 0)
         own.recordWrite(inode, descriptor: fd, before: nil)
         #expect(!own.isOwnItemState(try state(fd), queuedAt: 64))

@@ -80,8 +80,9 @@ public final class OpenFile: @unchecked Sendable {
     }
 
     /// Before a write through this handle: what `wrote` needs to know of the state the
-    /// write starts from (`OwnChanges.stateBeforeWrite`; nil, and no system call, unless an
-    /// attribute change of the daemon's has an echo still to come).
+    /// write starts from (`OwnChanges.beforeWrite`: nil unless an attribute change of the
+    /// daemon's has an echo still to come); the kernel's pages are put in doubt if the file
+    /// is not in the state the daemon's last change left.
     public func writeStarts() -> stat? {
         guard let ownChanges else { return nil }
         let (start, continues) = ownChanges.beforeWrite(item.inode, descriptor: fd)

@@ -231,25 +231,22 @@ public final class OwnChanges: Sendable {
             && after.st_ctim.tv_sec == after.st_mtim.tv_sec && after.st_ctim.tv_nsec == after.st_mtim.tv_nsec
     }
 
-    /// Before a write through a handle of the item (`fd`): the item's state now, if the
-    /// daemon's last change of it was an attribute change whose IN_ATTRIB the watcher may
-    /// not have handled yet; nil otherwise (no `fstat`: the usual case).
+    /// Before a write through a handle of the item (`fd`). `forRecord`: the item's state
+    /// now, if the daemon's last change of it was an attribute change whose IN_ATTRIB the
+    /// watcher may not have handled yet; nil otherwise (the usual case).
     ///
     /// Without it the echo of a setattr followed by a write — SQLite's `fchown` of each new
     /// journal, the times the kernel writes back under `-o writeback` — met the state the
     /// write left, which no attribute echo matches, and was taken for an outside change:
     /// the kernel dropped the file's attributes (and, under writeback, its entry) at every
     /// commit.
-    func stateBeforeWrite(_ inode: UInt64, descriptor fd: CInt) -> stat? {
-        beforeWrite(inode, descriptor: fd).forRecord
-    }
-
-    /// `stateBeforeWrite`, and whether the item is in the state the daemon's last change
-    /// of it left (an `fstat` every time): a change in between was someone else's, which no
-    /// event may tell of (a `truncate(2)` by path; a writer's close that inotify merges with
-    /// the daemon's), and which the daemon's writes would then take for their own
-    /// (`Item.pagesShow`).
-    /// Without `checksOwnState` the file is read only when the record needs it.
+    ///
+    /// `continues`: whether the item is in the state the daemon's last change of it left
+    /// (an `fstat` every time): a change in between was someone else's, which no event may
+    /// tell of (a `truncate(2)` by path; a writer's close that inotify merges with the
+    /// daemon's), and which the daemon's writes would then take for their own
+    /// (`Item.pagesShow`). Without `checksOwnState` the file is read only when the record
+    /// needs it, and `continues` is true.
     func beforeWrite(_ inode: UInt64, descriptor fd: CInt) -> (forRecord: stat?, continues: Bool) {
         guard enabled.load(ordering: .relaxed) else { return (nil, true) }
         var st = checksOwnState ? try? Syscall.fstat(fd) : nil
@@ -268,7 +265,7 @@ public final class OwnChanges: Sendable {
     }
 
     /// After a write through a handle (`fd`): records the state it left, which the handle's
-    /// close echoes; `before`: `stateBeforeWrite`.
+    /// close echoes; `before`: `beforeWrite`'s `forRecord`.
     func recordWrite(_ inode: UInt64, descriptor fd: CInt, before: stat?) {
         guard enabled.load(ordering: .relaxed), let st = try? Syscall.fstat(fd) else { return }
         recordItem(inode, st, after: .max, before: before)
