@@ -125,11 +125,7 @@ void cfusetap_forget_session(int fd)
     pthread_mutex_unlock(&sessions_lock);
 }
 
-/* How each session's INIT was answered (0: not yet, 1: accepted, -errno: refused), for the
- * daemon, which must not report the mount live before the kernel has the answer, nor exit
- * 0 when libfuse refused INIT (it did so for -o max_read=1, after the mount had been
- * reported live). */
-
+/* Kept for cfusetap_init_answer (init_answer_fds, above). */
 static void record_init_answer(int fd, int answer)
 {
     pthread_mutex_lock(&sessions_lock);

@@ -181,10 +181,7 @@ public final class FUSESession {
         // A refused INIT ends the loop as an unmount would: not a clean end. Read before
         // the tap forgets the session, where the refusal is kept.
         let refusal = initRefusal
-        if let passthrough = bridge.passthrough {
-            passthrough.detach()
-            cfusetap_forget_session(fuse_session_fd(session))
-        }
+        bridge.passthrough?.detach()
         if let refusal { bridgeLogger.error("\(mountPoint): libfuse refused the kernel's INIT (\(refusal)); see the error above") }
         cfusetap_forget_session(fuse_session_fd(session))
         fuse_session_unmount(session)

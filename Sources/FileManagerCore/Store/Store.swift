@@ -59,6 +59,8 @@ public final class Store: Sendable {
     /// files, no database (`leftByMaking`).
     static let roomDirectories: Set<String> = ["containers", "snapshots", "trash", ".staging"]
     static let roomFiles: Set<String> = [".lock", "daemon.log", "containerfs.db-wal", "containerfs.db-shm", "containerfs.db-journal"]
+    /// The database and the files SQLite opens beside it by path, in WAL mode.
+    static let databaseFiles = ["containerfs.db", "containerfs.db-wal", "containerfs.db-shm"]
 
     /// Whether the entry `name` of `path` is one an interrupted making of a store left.
     private static func leftByMaking(_ path: FilePath, _ name: String) -> Bool {
@@ -148,7 +150,7 @@ public final class Store: Sendable {
             database = try Store.asOwner(of: rootFD) { () throws -> MetadataDatabase in try MetadataDatabase(path: resolvedDatabasePath) }
         } catch {
             // SQLite says only "unable to open": name the link, if that is what stopped it.
-            for name in ["containerfs.db", "containerfs.db-wal", "containerfs.db-shm"] {
+            for name in Store.databaseFiles {
                 if let st = try? Syscall.fstatat(rootFD, name), st.st_mode & S_IFMT == S_IFLNK {
                     throw .system(.tooManySymbolicLinkLevels, "\(display)/\(name)")
                 }
@@ -224,7 +226,7 @@ public final class Store: Sendable {
             }
             _ = unlinkat(rootFD, name, 0)
         }
-        for name in ["containerfs.db", "containerfs.db-wal", "containerfs.db-shm"] {
+        for name in Store.databaseFiles {
             if let st = try? Syscall.fstatat(rootFD, name), st.st_uid == 0 {
                 throw .system(.permissionDenied, "\(display)/\(name) (it belongs to uid 0, in a store uid \(root.st_uid) owns, made so by an older ContainerFS: if it is this store's, `chown \(root.st_uid):\(root.st_gid) \(display)/containerfs.db*`)")
             }
