@@ -9,6 +9,12 @@
 #     native             the backing ext4 directory itself
 #     passthrough_ll     libfuse's passthrough_ll, default options
 #     passthrough_ll_wb  passthrough_ll -o writeback,cache=always
+#     passthrough_ll_xattr  passthrough_ll -o xattr: the default anchor with extended
+#                        attributes, which ContainerFS must serve (SPEC §1) and the plain
+#                        anchor turns off (its first GETXATTR answers ENOSYS, and the kernel
+#                        then never asks for security.capability before a write or chown:
+#                        docs/PERFORMANCE.md, "The price of extended attributes"); no target
+#                        is set against it
 #     containerfs        containerfs mount -f STORE MNT (workload dir: a container's Documents)
 # and prints medians, ContainerFS's ratio to each anchor, CPU seconds per phase, the spread,
 # and the daemons' peak RSS (report.py). Results stay in RESULTS_DIR (summary.md there).
@@ -39,7 +45,8 @@
 #                      kernel has it and we are root: bench.sh turns the kernel's
 #                      fuse.enable_uring on for the run and back after; set it empty to run
 #                      the default mount alone)
-#   BENCH_FS           labels to run (default: native passthrough_ll passthrough_ll_wb containerfs
+#   BENCH_FS           labels to run (default: native passthrough_ll passthrough_ll_wb
+#                      passthrough_ll_xattr containerfs
 #                      + variants); the report needs the three anchors for its ratios
 #   FSBENCH_* (sizes, see fsbench.sh --help) and SQLBENCH_SCALE pass through.
 # Needs: swift, gcc, pkg-config + libfuse3-dev, fuse3 (fusermount3), fio, jq, python3 (with
@@ -63,7 +70,7 @@ while [[ $# -gt 0 ]]; do
 		-r) ROUNDS=$2; shift ;;
 		-d) RESULTS=$2; shift ;;
 		-b) BACKING=$2; shift ;;
-		-h|--help) sed -n '2,40p' "$0"; exit 0 ;;
+		-h|--help) sed -n '2,53p' "$0"; exit 0 ;;
 		*) echo "bench.sh: unknown argument $1" >&2; sed -n '3p' "$0" >&2; exit 2 ;;
 	esac
 	shift
@@ -186,6 +193,7 @@ declare -A SPEC=(
 	[native]=native
 	[passthrough_ll]="$WRAP passthrough_ll $RSSDIR {anchors}/passthrough_ll -f -o source={src} {mnt}"
 	[passthrough_ll_wb]="$WRAP passthrough_ll_wb $RSSDIR {anchors}/passthrough_ll -f -o source={src},writeback,cache=always {mnt}"
+	[passthrough_ll_xattr]="$WRAP passthrough_ll_xattr $RSSDIR {anchors}/passthrough_ll -f -o source={src},xattr {mnt}"
 	[containerfs]=$(cfs_cmd containerfs "${BENCH_CFS_OPTS:-}")
 )
 CFS_LABELS=(containerfs)
@@ -198,7 +206,7 @@ for v in ${BENCH_CFS_VARIANTS-$DEFAULT_VARIANTS}; do
 	SPEC[containerfs_$name]=$(cfs_cmd "containerfs_$name" "$opts")
 	CFS_LABELS+=("containerfs_$name")
 done
-read -r -a LABELS <<<"${BENCH_FS:-native passthrough_ll passthrough_ll_wb ${CFS_LABELS[*]}}"
+read -r -a LABELS <<<"${BENCH_FS:-native passthrough_ll passthrough_ll_wb passthrough_ll_xattr ${CFS_LABELS[*]}}"
 ARGS=()
 for l in "${LABELS[@]}"; do
 	[[ -n ${SPEC[$l]:-} ]] || die "unknown file system label $l"
@@ -266,7 +274,7 @@ done
 
 # ---------------------------------------------------------------- report
 anchors=()
-for l in native passthrough_ll passthrough_ll_wb; do [[ " ${LABELS[*]} " == *" $l "* ]] && anchors+=("$l"); done
+for l in native passthrough_ll passthrough_ll_wb passthrough_ll_xattr; do [[ " ${LABELS[*]} " == *" $l "* ]] && anchors+=("$l"); done
 fsl=()
 for l in "${LABELS[@]}"; do [[ $l == containerfs* ]] && fsl+=("$l"); done
 [[ ${#fsl[@]} -eq 0 ]] && fsl=("${LABELS[@]}")

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """report.py - summary of a scripts/bench.sh run (ContainerFS vs native and passthrough_ll).
 
-usage: report.py [--fs LABEL[,LABEL...]] [--anchors native,passthrough_ll,passthrough_ll_wb]
+usage: report.py [--fs LABEL[,LABEL...]] [--anchors native,passthrough_ll,passthrough_ll_wb[,passthrough_ll_xattr]]
                  [--rounds N] [--check-only] RESULTS_DIR
 
 Reads the result files ../shared/bench/fsbench.sh and sqlbench.sh wrote into RESULTS_DIR
@@ -69,7 +69,7 @@ TARGETS = [
     ("seqwrite", "native", 0.9),
     ("seqread", "native", 0.9),
 ]
-SHORT = {"native": "native", "passthrough_ll": "ll", "passthrough_ll_wb": "ll_wb"}
+SHORT = {"native": "native", "passthrough_ll": "ll", "passthrough_ll_wb": "ll_wb", "passthrough_ll_xattr": "ll_xattr"}
 # fsbench.sh / sqlbench.sh progress messages -> phase
 PHASE_MSGS = [("priming", "mount"), ("mounting", "mount"), ("seqwrite", "seqwrite"), ("seqread", "seqread"),
               ("randread_cold", "randread_cold"), ("randread_hot", "randread_hot"), ("randwrite", "randwrite"),
