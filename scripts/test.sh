@@ -7,9 +7,17 @@ cd "$(dirname "$0")/.."
 bash scripts/install-deps.sh
 swift build
 # mount(8) runs FUSE helpers with a fixed PATH (/usr/local/bin among it): the mount -t and
-# fstab cases need `containerfs` there. In CI (or where none is installed) use this build.
-if [[ $(id -u) -eq 0 && ( -n ${CI:-} || ! -e /usr/local/bin/containerfs ) ]]; then
-    ln -sf "$PWD/.build/debug/containerfs" /usr/local/bin/containerfs
+# fstab cases need this build there. A binary installed there before (scripts/demo.sh
+# installs one) is put aside for the suite and back after it; one an interrupted run left
+# aside is put back first.
+if [[ $(id -u) -eq 0 ]]; then
+    installed=/usr/local/bin/containerfs saved=/usr/local/bin/.containerfs.before-test
+    if [[ -e $saved || -L $saved ]]; then mv -f "$saved" "$installed"; fi
+    if [[ -e $installed || -L $installed ]] && ! [[ $installed -ef .build/debug/containerfs ]]; then
+        mv -f "$installed" "$saved"
+        trap 'mv -f "$saved" "$installed"' EXIT
+    fi
+    ln -sf "$PWD/.build/debug/containerfs" "$installed"
 fi
 status=0 failures=()
 swift test 2>&1 | tail -n 40 || { rc=${PIPESTATUS[0]}; status=1; failures+=("unit tests (swift test exited $rc)"); }

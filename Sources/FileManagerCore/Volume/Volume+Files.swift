@@ -342,6 +342,15 @@ extension Volume {
     /// `open(O_CREAT)` of a name that exists after all: opened as POSIX would, with the
     /// caller's own permission check (capabilities dropped), and only if it is a regular file.
     private func openExisting(_ parent: Item, _ name: UnsafePointer<CChar>, flags: CInt, caller: Caller) throws(Errno) -> (Item, stat, OpenFile) {
+        // Under writeback the kernel takes a CREATE's answer for a new file's and keeps the
+        // size of an inode it holds as its own (DESIGN.md 22): given a file it holds under
+        // another name (linked there in the store), it would apply no O_TRUNC and keep the old
+        // size, and the page it writes back past the new end would lengthen the file in the
+        // store. ESTALE makes the VFS walk the path again, and the look-up it sends finds the
+        // file, which it then opens (and truncates) as any existing one (DESIGN.md 38).
+        if kernelCachesWrites, let found = try? Syscall.fstatat(parent.fd, name), items.item(UInt64(found.st_ino)) != nil {
+            throw .staleNFSFileHandle
+        }
         let (item, st) = try lookup(parent, name)
         guard item.isRegularFile else {
             items.forget(item.inode, count: 1)
@@ -364,7 +373,10 @@ extension Volume {
                 }
                 fd = try Syscall.reopen(item.fd, backingFlags(accessFlags & ~O_TRUNC))
             }
-            return (item, st, OpenFile(fd: fd, item: item, direct: flags & O_DIRECT != 0, writable: (flags & O_ACCMODE) != O_RDONLY,
+            // The answer tells the kernel the file as the open left it: a new inode takes its
+            // size from it (under writeback for good), and the look-up's was from before O_TRUNC.
+            let opened = flags & O_TRUNC != 0 ? (try? Syscall.fstat(fd)) ?? st : st
+            return (item, opened, OpenFile(fd: fd, item: item, direct: flags & O_DIRECT != 0, writable: (flags & O_ACCMODE) != O_RDONLY,
                                        accessMode: flags & O_ACCMODE, ownChanges: ownChanges, mark: mark))
         } catch {
             items.forget(item.inode, count: 1)
