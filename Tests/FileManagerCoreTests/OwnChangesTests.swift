@@ -210,6 +210,27 @@ struct OwnChangesTests {
         #expect(!own.isOwnEntry(7, name))              // a third change is someone else's
     }
 
+    /// An outside change of a name queued before the mark the daemon's own change of it took
+    /// (an exact queue position, before its system call) is no echo of it, and leaves the
+    /// expectation to the echo that comes after (a coherence fuzzer, s26c-wb-142: the
+    /// store's rename over a name was taken for the mount's rename of it).
+    @Test func anEventQueuedBeforeTheChangesMarkIsNoEcho() {
+        let own = OwnChanges()
+        own.enabled.store(true, ordering: .relaxed)
+        let name: FilePath.Component = "h"
+        own.expectEntry(7, "h", removing: true, after: 100)
+        #expect(!own.isOwnEntry(7, name, queuedAt: 60))    // the store's change, queued before
+        #expect(!own.expectsRemoval(7, name, queuedAt: 60))
+        #expect(own.isOwnEntry(7, name, queuedAt: 100))    // the echo
+        #expect(!own.isOwnEntry(7, name, queuedAt: 140))   // met: a later one is someone else's
+        // A change with no mark among them: any position may be an echo.
+        own.expectEntry(7, "h", after: 100)
+        own.expectEntry(7, "h")
+        #expect(own.isOwnEntry(7, name, queuedAt: 10))
+        #expect(own.isOwnEntry(7, name, queuedAt: 10))
+        #expect(!own.isOwnEntry(7, name, queuedAt: 10))
+    }
+
     /// The IN_ATTRIB of an unlink (its link count) is taken for the daemon's own while the
     /// removal is expected; a creation whose IN_CREATE never came (made before its
     /// directory was watched) must not hide the new file's IN_ATTRIB, an outside `chmod`.

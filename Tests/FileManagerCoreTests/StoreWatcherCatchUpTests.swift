@@ -15,6 +15,7 @@ struct StoreWatcherCatchUpTests {
             var queued: [(inode: UInt64?, what: String)] = []
             var told: [String] = []
             var waiting: [@Sendable () -> Void] = []
+            var droppedEntries: [@Sendable () -> Void] = []
         }
         let state = Mutex(State())
 
@@ -22,6 +23,10 @@ struct StoreWatcherCatchUpTests {
         func itemChanged(_ inode: UInt64) { state.withLock { $0.queued.append((inode, "item \(inode)")) } }
         func entryChangedOutside(parent: UInt64, name: FilePath.Component) { state.withLock { $0.told.append("inline entry \(name)") } }
         func itemChangedOutside(_ inode: UInt64) { state.withLock { $0.told.append("inline item \(inode)") } }
+        func entryLeftBehind(parent: UInt64, name: FilePath.Component, then: @escaping @Sendable () -> Void) -> Bool {
+            state.withLock { $0.queued.append((nil, "left \(name)")); $0.droppedEntries.append(then) }
+            return true
+        }
         func hasPendingChanges(for inode: UInt64) -> Bool { state.withLock { $0.queued.contains { $0.inode == inode } } }
         func afterPendingChanges(for inode: UInt64, _ body: @escaping @Sendable () -> Void) -> Bool {
             state.withLock { s in
@@ -34,8 +39,8 @@ struct StoreWatcherCatchUpTests {
         /// Acts on everything queued, then lets the waiting go; returns what it acted on.
         func flush() -> [String] {
             let (acted, waiting) = state.withLock { s in
-                defer { s.told += s.queued.map(\.what); s.queued = []; s.waiting = [] }
-                return (s.queued.map(\.what), s.waiting)
+                defer { s.told += s.queued.map(\.what); s.queued = []; s.waiting = []; s.droppedEntries = [] }
+                return (s.queued.map(\.what), s.waiting + s.droppedEntries)
             }
             waiting.forEach { $0() }
             return acted
@@ -189,5 +194,104 @@ struct StoreWatcherCatchUpTests {
         f.watcher.readQueue()
         #expect(f.volume.wasReplacedInStore(other))          // deleted
         #expect(!f.volume.wasReplacedInStore(fresh))
+    }
+
+    // MARK: - A file with several names (Volume+LinkNames)
+
+    /// Makes `Documents/h` a second name of `f` through the volume, as the kernel's LINK does.
+    func linked(_ f: Fixture) throws {
+        let (item, _) = try withName("h") { try f.volume.link(f.file, f.documents, $0) }
+        #expect(item === f.file)
+        f.watcher.readQueue()
+        _ = f.observer.flush()
+    }
+
+    func replaceInStore(_ f: Fixture, _ name: String) {
+        _ = FileManager.default.createFile(atPath: f.documentsPath + "/new", contents: Data("saved".utf8))
+        #expect(rename(f.documentsPath + "/new", f.documentsPath + "/" + name) == 0)
+    }
+
+    @Test func anotherNameReplacedInTheStoreIsSeenByAnOpen() throws {
+        let f = try Fixture()
+        try linked(f)
+        replaceInStore(f, "h")                               // f still leads to the file
+        f.watcher.readQueue()
+        #expect(f.volume.wasReplacedInStore(f.file))         // the open may have come through h
+        #expect(f.volume.mayBeReachedThroughOldName(f.file)) // until the kernel dropped h
+        #expect(f.observer.flush().contains("left h"))
+        #expect(f.volume.mayBeReachedThroughOldName(f.file)) // an OPEN sent before may be on its way
+        usleep(200_000)                                      // Volume.oldNameGrace
+        #expect(!f.volume.mayBeReachedThroughOldName(f.file))
+        #expect(!f.volume.wasReplacedInStore(f.file))        // h is no longer its name
+    }
+
+    @Test func anotherNameMovedAwayInTheStoreIsSeenByAnOpen() throws {
+        let f = try Fixture()
+        try linked(f)
+        #expect(rename(f.documentsPath + "/h", f.documentsPath + "/k") == 0)
+        f.watcher.readQueue()
+        #expect(f.volume.wasReplacedInStore(f.file))
+        _ = f.observer.flush()
+        #expect(!f.volume.wasReplacedInStore(f.file))
+    }
+
+    @Test func aLookUpOfALinkMadeInTheStoreRecordsTheName() throws {
+        let f = try Fixture()
+        #expect(link(f.documentsPath + "/f", f.documentsPath + "/h") == 0)
+        let (item, _) = try withName("h") { try f.volume.lookup(f.documents, $0) }
+        #expect(item === f.file)                             // known by f, and now by h
+        f.watcher.readQueue()
+        _ = f.observer.flush()
+        replaceInStore(f, "h")
+        f.watcher.readQueue()
+        #expect(f.volume.wasReplacedInStore(f.file))
+    }
+
+    @Test func theKnownNameRemovedThroughTheMountHandsOverToAnother() throws {
+        let f = try Fixture()
+        try linked(f)
+        try withName("f") { try f.volume.unlink(f.documents, $0) }
+        _ = FileManager.default.createFile(atPath: f.documentsPath + "/g", contents: Data())
+        #expect(unlink(f.documentsPath + "/g") == 0)         // some removal in the store
+        f.watcher.readQueue()
+        _ = f.observer.flush()
+        #expect(!f.volume.wasReplacedInStore(f.file))        // known by h now, which leads to it
+        #expect(f.file.placement?.name == "h")
+        replaceInStore(f, "h")
+        f.watcher.readQueue()
+        #expect(f.volume.wasReplacedInStore(f.file))
+    }
+
+    @Test func anotherNameRenamedThroughTheMountIsFollowed() throws {
+        let f = try Fixture()
+        try linked(f)
+        try f.rename("h", "k")                               // the kernel now holds f and k
+        f.watcher.readQueue()
+        _ = f.observer.flush()
+        #expect(f.file.placement?.name == "f")
+        replaceInStore(f, "k")
+        f.watcher.readQueue()
+        #expect(f.volume.wasReplacedInStore(f.file))
+        _ = f.observer.flush()
+        #expect(!f.volume.wasReplacedInStore(f.file))
+        replaceInStore(f, "f")                               // and f is still checked
+        f.watcher.readQueue()
+        #expect(f.volume.wasReplacedInStore(f.file))
+    }
+
+    @Test func anotherNameReplacedThroughTheMountIsNotChecked() throws {
+        let f = try Fixture()
+        try linked(f)
+        _ = FileManager.default.createFile(atPath: f.documentsPath + "/g", contents: Data())
+        let (g, _) = try withName("g") { try f.volume.lookup(f.documents, $0) }
+        try f.rename("g", "h")                               // h is g's now; the kernel knows
+        f.watcher.readQueue()
+        _ = f.observer.flush()
+        _ = FileManager.default.createFile(atPath: f.documentsPath + "/x", contents: Data())
+        #expect(unlink(f.documentsPath + "/x") == 0)         // some removal in the store
+        f.watcher.readQueue()
+        _ = f.observer.flush()
+        #expect(!f.volume.wasReplacedInStore(f.file))        // no needless ESTALE for h
+        #expect(!f.volume.wasReplacedInStore(g))
     }
 }

@@ -43,7 +43,15 @@ public final class Item: @unchecked Sendable {
         /// while the kernel held its inode from before an edit in the store: each entry
         /// keeps that inode too, and goes with the last handle (`Volume.handleReleased`).
         var namesGivenWhileStale: [(parent: UInt64, name: FilePath.Component)] = []
+        /// A file with several names (hard links): the names other than `name` the kernel
+        /// was given for it (a link made through the mount, a look-up of another link),
+        /// which an open checks as it checks `name` (`Volume.wasReplacedInStore`): the
+        /// OPEN carries no name, and one through a name the store moved or replaced since
+        /// would reach this file. At most `Item.otherNamesLimit`; further names are not
+        /// checked.
+        var otherNames: [(parent: Item, name: FilePath.Component)] = []
     }
+    static let otherNamesLimit = 8
     let state: Mutex<State>
     /// `ItemTable.outsideEntryEpoch` when the kernel last resolved a name to this item, or
     /// when an open last found that its name still leads here (`wasReplacedInStore`).
@@ -53,6 +61,9 @@ public final class Item: @unchecked Sendable {
     /// not yet taken by the kernel (`Volume.followMoveInStore`). An OPEN meanwhile may have
     /// come through an old name, which now leads nowhere (DESIGN.md 27).
     let oldNamesInKernel = Atomic<Int>(0)
+    /// Until when (`OwnChanges.now()`) the last such name still counts once the kernel
+    /// dropped it (`Volume.oldNameGrace`); 0 when none ever did.
+    let oldNameGraceUntil = Atomic<UInt64>(0)
     /// Under `-o writeback`: the `outsideEntryEpoch` given to the last change of this
     /// regular file's content or times made outside the mount, and the one read before the
     /// look-up that made the item (the kernel then made a new inode). The kernel keeps

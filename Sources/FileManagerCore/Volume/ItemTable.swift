@@ -69,6 +69,8 @@ public final class ItemTable: Sendable {
             item.state.withLock { $0.references += 1 }
             return item
         }
+        // Another look-up made it meanwhile (of another name, for a file with several).
+        if item !== fresh { known(item) }
         item.resolvedEpoch.store(epoch, ordering: .relaxed)
         // Only an item the daemon did not hold is a new inode in the kernel: a look-up of
         // one it holds may keep the kernel's old inode, and with it an old size.

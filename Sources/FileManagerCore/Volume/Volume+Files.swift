@@ -230,19 +230,14 @@ extension Volume {
     /// only when an entry was removed or renamed outside the mount since the kernel resolved
     /// the item (`ItemTable.outsideEntryEpoch`); an item found in place is not looked at
     /// again until the next such change. An OPEN answers ESTALE when this is true, and the
-    /// kernel walks the path again, asking (DESIGN.md 27).
+    /// kernel walks the path again, asking (DESIGN.md 27). A file with several names has
+    /// the kernel's other names checked too (`otherNameWentInStore`).
     public func wasReplacedInStore(_ item: Item) -> Bool {
         let epoch = items.outsideEntryEpoch.load(ordering: .acquiring)
         guard item.resolvedEpoch.load(ordering: .relaxed) != epoch else { return false }
-        let (parent, name) = item.state.withLock { ($0.parent, $0.name) }
-        if let parent, let name, !parent.isVirtual {
-            do {
-                let st = try name.withName { p throws(Errno) in try Syscall.fstatat(parent.fd, p) }
-                if UInt64(st.st_ino) != item.inode { return true }
-            } catch {
-                if error == .noSuchFileOrDirectory { return true }
-            }
-        }
+        let (parent, name, others) = item.state.withLock { ($0.parent, $0.name, $0.otherNames) }
+        if let parent, let name, !parent.isVirtual, !leadsTo(item, parent, name) { return true }
+        if !others.isEmpty && otherNameWentInStore(item, others) { return true }
         item.resolvedEpoch.store(epoch, ordering: .relaxed)
         return false
     }

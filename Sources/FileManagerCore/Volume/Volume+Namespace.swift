@@ -96,14 +96,20 @@ extension Volume {
         // closes unheard; that matters only if the file lives on under another name the
         // kernel holds (`LinkCounts`; `nameAtEvent`, `FileWatches`), so only then is it
         // looked at.
+        var linked: Item?
+        var mark: UInt64?
         if items.linkCounts.count > 0 {
-            let mark = ownChanges.departureMark()
+            mark = ownChanges.departureMark()
             if let st = try? Syscall.fstatat(parent.fd, name), st.st_nlink > 1 {
                 watchLosingName(st)
                 ownChanges.departed(parent.inode, name, inode: UInt64(st.st_ino), after: mark)
+                linked = items.item(UInt64(st.st_ino))
             }
         }
-        try ownChanges.expectingEntry(parent.inode, name, removing: true) { () throws(Errno) in try Syscall.unlinkat(parent.fd, name, 0) }
+        // Its echo comes after `mark`: an outside change of the name queued before it is no
+        // echo, and may have moved a link count (`EntryExpectation.after`).
+        try ownChanges.expectingEntry(parent.inode, name, removing: true, after: mark) { () throws(Errno) in try Syscall.unlinkat(parent.fd, name, 0) }
+        if let linked { nameRemovedThroughMount(linked, parent, name) }
     }
 
     /// `rmdir` of one empty directory.
@@ -172,8 +178,10 @@ extension Volume {
         if let displaced { ownChanges.departed(newParent.inode, newName, inode: UInt64(displaced.st_ino), after: mark) }
         // Between two names of one file (hard links), a rename does nothing and queues nothing.
         let noEchoPossible = st.st_nlink > 1
-        try ownChanges.expectingEntry(parent.inode, name, removing: true, echoUncertain: noEchoPossible) { () throws(Errno) in
-            try ownChanges.expectingEntry(newParent.inode, newName, removing: true, echoUncertain: noEchoPossible) { () throws(Errno) in
+        // Its echoes come after `mark`: an outside change of either name queued before it is
+        // no echo (`EntryExpectation.after`).
+        try ownChanges.expectingEntry(parent.inode, name, removing: true, echoUncertain: noEchoPossible, after: mark) { () throws(Errno) in
+            try ownChanges.expectingEntry(newParent.inode, newName, removing: true, echoUncertain: noEchoPossible, after: mark) { () throws(Errno) in
                 try Syscall.renameat2(parent.fd, name, newParent.fd, newName, flags)
             }
         }
@@ -187,7 +195,10 @@ extension Volume {
             // name cost a look-up of the new name, which is all.
             let (knownParent, knownName) = moved.state.withLock { ($0.parent, $0.name) }
             let knownByThisName = knownParent === parent && knownName?.withPlatformString { strcmp($0, name) == 0 } == true
-            relocate(moved, to: newParent, name: newName)
+            // One of the other names of a file with several moved: it stays known by its own.
+            if knownByThisName || st.st_nlink < 2 || !renamedOtherName(moved, from: parent, name, to: newParent, newName) {
+                relocate(moved, to: newParent, name: newName)
+            }
             if !knownByThisName, let component = FilePath.Component(platformString: newName) {
                 announceEntryChange(parent: newParent.inode, name: component)
             }
@@ -207,6 +218,11 @@ extension Volume {
             announceEntryChange(parent: newParent.inode, name: component)
         }
         if exchange, let replaced, let other = items.item(UInt64(replaced.st_ino)) { relocate(other, to: parent, name: name) }
+        // A file with other names lost this one: the kernel dropped its entry.
+        if !exchange, let displaced, displaced.st_nlink > 1, displaced.st_ino != st.st_ino,
+           let other = items.item(UInt64(displaced.st_ino)) {
+            nameRemovedThroughMount(other, newParent, newName)
+        }
     }
 
     /// A name of `st`'s file is about to go through the mount: if the kernel holds the file

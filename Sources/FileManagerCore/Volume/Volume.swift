@@ -238,8 +238,12 @@ public final class Volume: Sendable {
         // itself), and the usual look-up pays one atomic load. A move the watcher has yet to
         // count is found by the OPEN, which catches up first (`wasReplacedInStore`).
         let epoch = epoch ?? items.outsideEntryEpoch.load(ordering: .acquiring)
+        // A file with other names is known by one; the kernel's entries of the others are
+        // checked by an open too (`noteOtherName`).
         let item = try items.remember(inode, epoch: epoch, known: { item in
-            if !item.isDirectory && item.resolvedEpoch.load(ordering: .relaxed) != epoch { followMoveInStore(item, to: parent, name: name) }
+            guard !item.isDirectory else { return }
+            if item.resolvedEpoch.load(ordering: .relaxed) != epoch { followMoveInStore(item, to: parent, name: name) }
+            if st.st_nlink > 1 { noteOtherName(item, parent, name) }
         }) { () throws(Errno) in
             let fd = try open()
             let parentZone = zone(of: parent)
@@ -279,15 +283,35 @@ public final class Volume: Sendable {
         }
         item.oldNamesInKernel.add(1, ordering: .releasing)  // before the name moves: see remember
         relocate(item, to: parent, name: name)
+        dropEntryLeftBehind(item, parent: oldParent.inode, name: oldName)
+    }
+
+    /// Invalidates the kernel's entry `name` in `parent`, which leads to `item` though the
+    /// store moved the name away, already counted on `item.oldNamesInKernel` by the caller;
+    /// it still counts for `Volume.oldNameGrace` once the kernel dropped the entry: an OPEN
+    /// the kernel sent through the entry before it dropped it may still be on its way to a
+    /// reader thread (`open-after-outside-edit`'s `moved` rounds, under a load of three
+    /// busy loops on two CPUs: 2 of 3,000 opened the old name without the grace).
+    func dropEntryLeftBehind(_ item: Item, parent: UInt64, name: FilePath.Component) {
         var queued = false
-        notify { o in if o.entryLeftBehind(parent: oldParent.inode, name: oldName, then: { item.oldNamesInKernel.subtract(1, ordering: .releasing) }) { queued = true } }
+        let fall: @Sendable () -> Void = {
+            item.oldNameGraceUntil.max(OwnChanges.now() + Volume.oldNameGrace, ordering: .relaxed)
+            item.oldNamesInKernel.subtract(1, ordering: .releasing)
+        }
+        notify { o in if o.entryLeftBehind(parent: parent, name: name, then: fall) { queued = true } }
         if !queued { item.oldNamesInKernel.subtract(1, ordering: .releasing) }
     }
+
+    /// Nanoseconds an old name stays counted after the kernel dropped its entry: opens of
+    /// the item meanwhile are answered ESTALE once and served on their retry.
+    static let oldNameGrace: UInt64 = 20_000_000
 
     /// Whether the kernel may still reach `item` through a name it had in the store before
     /// a move there (`followMoveInStore`).
     public func mayBeReachedThroughOldName(_ item: Item) -> Bool {
-        item.oldNamesInKernel.load(ordering: .acquiring) > 0
+        if item.oldNamesInKernel.load(ordering: .acquiring) > 0 { return true }
+        let grace = item.oldNameGraceUntil.load(ordering: .relaxed)
+        return grace != 0 && OwnChanges.now() < grace
     }
 
     /// Records that `item` now lives in `parent` as `name`; a directory that changed zones

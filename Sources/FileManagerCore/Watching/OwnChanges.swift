@@ -65,10 +65,17 @@ public final class OwnChanges: Sendable {
         var uncertain = 0
         var until: UInt64 = 0
         var deadline: UInt64 = 0
+        /// A queue position no echo expected here was queued before: the lowest of the
+        /// changes' marks, taken before their system calls (0: some change has none). An
+        /// event queued before it is an outside change of the name, made just before the
+        /// daemon's own: taken for the echo, it hid that change (a coherence fuzzer: the
+        /// store renamed a file over a hard link's name, the mount renamed that name on,
+        /// and the link count of the displaced file's other name never fell, s26c-wb-142).
+        var after: UInt64 = 0
 
         /// Whether an event queued at `position` may be one of the expected echoes.
         func admits(_ position: UInt64, now: UInt64) -> Bool {
-            count > 0 && deadline >= now && (count > uncertain || position < until)
+            count > 0 && deadline >= now && position >= after && (count > uncertain || position < until)
         }
 
         /// An event queued at `position`, past `until`: the uncertain changes' echoes came
@@ -147,14 +154,16 @@ public final class OwnChanges: Sendable {
     // MARK: - Recording (request handlers)
 
     /// An entry `name` of `directory` is about to appear, or (`removing`) vanish or be
-    /// replaced.
-    func expectEntry(_ directory: UInt64, _ name: UnsafePointer<CChar>, removing: Bool = false) {
+    /// replaced. `after`: an exact queue position taken before the change (nil: none), which
+    /// its echo comes after (`EntryExpectation.after`).
+    func expectEntry(_ directory: UInt64, _ name: UnsafePointer<CChar>, removing: Bool = false, after mark: UInt64? = nil) {
         guard enabled.load(ordering: .relaxed), let component = FilePath.Component(platformString: name) else { return }
         let deadline = Self.now() + Self.lifetime
         entries.withLock { table in
             Self.prune(&table) { $0.deadline }
             let key = EntryKey(directory: directory, name: component)
-            var e = table[key] ?? EntryExpectation()
+            var e = table[key] ?? EntryExpectation(after: mark ?? 0)
+            e.after = min(e.after, mark ?? 0)
             e.count += 1
             e.removals += removing ? 1 : 0
             e.inFlight += 1
@@ -518,10 +527,12 @@ public final class OwnChanges: Sendable {
 
     /// Runs a change of the entry `name` of `directory`, expecting its echo; a failed change
     /// makes no echo, so its expectation is withdrawn (it would hide the next outside change).
-    /// `echoUncertain`: the change may succeed and queue no echo (`entryChanged`).
+    /// `echoUncertain`: the change may succeed and queue no echo (`entryChanged`). `after`:
+    /// see `expectEntry`.
     func expectingEntry<R, E: Error>(_ directory: UInt64, _ name: UnsafePointer<CChar>, removing: Bool = false,
-                                     echoUncertain: Bool = false, _ body: () throws(E) -> R) throws(E) -> R {
-        expectEntry(directory, name, removing: removing)
+                                     echoUncertain: Bool = false, after mark: UInt64? = nil,
+                                     _ body: () throws(E) -> R) throws(E) -> R {
+        expectEntry(directory, name, removing: removing, after: mark)
         do {
             let result = try body()
             entryChanged(directory, name, bounded: echoUncertain)
@@ -542,6 +553,7 @@ public final class OwnChanges: Sendable {
         return entries.withLock { table in
             let key = EntryKey(directory: directory, name: name)
             guard var e = table[key] else { return false }
+            if position < e.after { return false }  // before every expected change: theirs are to come
             e.spendUncertain(before: position)
             guard e.admits(position, now: now) else {
                 table[key] = e.inFlight == 0 || e.count == 0 ? nil : e

@@ -25,6 +25,12 @@
 #            which must fail with ENOENT: the look-up of t found the file under its new
 #            name before the kernel dropped its entry d/m (1-2 rounds in 300 opened d/m
 #            before; DESIGN.md 27)
+#   linked   a second name made through the mount (os.link), so that the kernel holds the
+#            file under both; then the store renames a new file over the second name
+#            (even rounds) or moves the second name away (odd rounds), and the mount opens
+#            it at once: the new file, or ENOENT. The daemon knew the file by its first
+#            name, which still leads to it, so the open was served from the old file (a
+#            coherence fuzzer, s26c-def-132)
 #   moved-link  (in shell, `moved_link_rounds`) a file with two names, A and B, both
 #            cached and A opened last; A moved in the store to C; `cat B` through the mount
 #            must read it (its retry found the file under B: 43 rounds in 100 failed with
@@ -154,6 +160,32 @@ for i in range(300):
         except FileNotFoundError:
             pass
         continue
+    elif kind == "linked":
+        first, second = "/k%d" % i, "/l%d" % i
+        with open(sys.argv[2] + first, "w") as f:
+            f.write("old")
+        os.link(sys.argv[2] + first, sys.argv[2] + second)
+        with open(sys.argv[2] + first) as f, open(sys.argv[2] + second) as g:
+            f.read(), g.read()               # the kernel holds both names
+        if i % 2 == 0:
+            with open(sys.argv[3] + second + ".new", "w") as f:
+                f.write(data)
+            os.rename(sys.argv[3] + second + ".new", sys.argv[3] + second)
+            try:
+                with open(sys.argv[2] + second) as f:
+                    got = f.read()
+            except OSError as e:
+                got = str(e)
+            if got != data:
+                wrong.append((i, "replaced", got[:24], data[:24]))
+        else:
+            os.rename(sys.argv[3] + second, sys.argv[3] + "/moved%d" % i)
+            try:
+                with open(sys.argv[2] + second) as f:
+                    wrong.append((i, "moved away, opened", f.read()[:24]))
+            except FileNotFoundError:
+                pass
+        continue
     elif kind == "replace":
         with open(store + ".new", "w") as f:
             f.write(data)
@@ -215,6 +247,7 @@ for mode in default writeback; do
     _assert_output "0 []" rounds truncate "$D" "$SD"
     _assert_output "0 []" rounds unclosed "$D" "$SD"
     _assert_output "0 []" rounds moved "$D" "$SD"
+    _assert_output "0 []" rounds linked "$D" "$SD"
     _assert_output "0" moved_link_rounds "$D" "$SD"
     # Under writeback the mount's writes stay in the kernel's pages until its close, past
     # the truncation: what the store then holds is the kernel's to decide (DESIGN.md 22).
