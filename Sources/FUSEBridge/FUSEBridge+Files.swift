@@ -37,8 +37,8 @@ extension FUSEBridge {
         if isCoherent {
             let answered = staleOpens.take(caller.pid)
             if volume.wasReplacedInStore(item) || volume.mayBeReachedThroughOldName(item),
-               let (parent, name) = item.placement, answered?.isRetry(of: item.inode, parent, name) != true {
-                staleOpens.answered(caller.pid, inode: item.inode, parent: parent, name: name)
+               let (parent, name) = item.placement, answered?.isRetry(of: item, parent, name) != true {
+                staleOpens.answered(caller.pid, item: item, parent: parent, name: name)
                 return reply.fail(Errno.staleNFSFileHandle)
             }
         }

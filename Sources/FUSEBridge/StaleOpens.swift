@@ -1,4 +1,5 @@
 import Dispatch
+import Glibc
 import FileManagerCore
 import Synchronization
 import SystemPackage
@@ -13,7 +14,12 @@ import SystemPackage
 /// from the same thread (the request's pid is the thread id), for the item now under the
 /// same name, or for the same item when there was no path to walk again (`/proc/PID/fd`).
 /// A retry whose lookup failed (the file was deleted) never comes: its entry must not
-/// excuse the thread's next, unrelated open, hence the name.
+/// excuse the thread's next, unrelated open, hence the name, and the failed LOOKUP of that
+/// name by the thread drops it (`lookupFailed`). The entry holds the item itself, whose
+/// descriptor pins its inode: matched by number, a file made later under the freed number
+/// was taken for the retry, and a stale entry of it served (a coherence fuzzer, s27a-wb-207:
+/// a file replaced in the store and its replacement moved away, opened through the mount at
+/// once, read the old file in 27 of 300 rounds).
 final class StaleOpens: Sendable {
     /// How long an entry is kept for a retry that may never come (its lookup failed): any
     /// OPEN by the thread uses it up, so this only bounds what a thread that never opens
@@ -22,16 +28,16 @@ final class StaleOpens: Sendable {
 
     struct Answered {
         let at: UInt64
-        let inode: UInt64
+        let item: Item
         let parent: UInt64
         let name: FilePath.Component
 
-        /// Whether an open of `inode`, now last seen as `name` in `parent`, retries this one:
+        /// Whether an open of `item`, now last seen as `name` in `parent`, retries this one:
         /// the file now under the same name (a replaced one), or the same file (whose
         /// recorded name the retry's fresh look-up may have moved: a hard link's other name,
         /// found after the name it was known by was moved away in the store).
-        func isRetry(of inode: UInt64, _ parent: UInt64, _ name: FilePath.Component) -> Bool {
-            inode == self.inode || (parent == self.parent && name == self.name)
+        func isRetry(of item: Item, _ parent: UInt64, _ name: FilePath.Component) -> Bool {
+            item === self.item || (parent == self.parent && name == self.name)
         }
     }
     private struct State {
@@ -47,15 +53,15 @@ final class StaleOpens: Sendable {
     /// Whether `state` holds anything: the usual OPEN reads this and takes no lock.
     private let pending = Atomic<Bool>(false)
 
-    /// Records that `pid`'s open of `inode`, last seen as `name` in `parent`, is answered ESTALE.
+    /// Records that `pid`'s open of `item`, last seen as `name` in `parent`, is answered ESTALE.
     /// Callers outside the daemon's pid namespace arrive as pid 0: they are not told apart,
     /// so they get no exemption (a second ESTALE is the worst they see).
-    func answered(_ pid: Int32, inode: UInt64, parent: UInt64, name: FilePath.Component) {
+    func answered(_ pid: Int32, item: Item, parent: UInt64, name: FilePath.Component) {
         guard pid != 0 else { return }
         state.withLock { s in
             let now = DispatchTime.now().uptimeNanoseconds
             s.prune(now: now)
-            s.answered[pid] = Answered(at: now, inode: inode, parent: parent, name: name)
+            s.answered[pid] = Answered(at: now, item: item, parent: parent, name: name)
             pending.store(true, ordering: .releasing)
         }
     }
@@ -70,6 +76,17 @@ final class StaleOpens: Sendable {
             let taken = s.answered.removeValue(forKey: pid)
             pending.store(!s.answered.isEmpty, ordering: .releasing)
             return taken
+        }
+    }
+
+    /// `pid`'s LOOKUP of `name` in `parent` failed: if that thread's last open of the name
+    /// was answered ESTALE, its retry never comes (the kernel's fresh walk found nothing).
+    func lookupFailed(_ pid: Int32, parent: UInt64, name: UnsafePointer<CChar>) {
+        guard pid != 0, pending.load(ordering: .acquiring) else { return }
+        state.withLock { s in
+            guard let a = s.answered[pid], a.parent == parent, a.name.withPlatformString({ strcmp($0, name) == 0 }) else { return }
+            s.answered[pid] = nil
+            pending.store(!s.answered.isEmpty, ordering: .releasing)
         }
     }
 }

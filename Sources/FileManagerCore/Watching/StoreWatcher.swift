@@ -240,7 +240,7 @@ public final class StoreWatcher: @unchecked Sendable {
     /// Work too heavy for a request thread, left to the watcher thread (`draining` held):
     /// a rescan after an overflow, and new directories to watch (by parent watch and name).
     private var rescanDue = false
-    private var newDirectories: [(parent: CInt, name: FilePath.Component)] = []
+    private var newDirectories: [(parent: CInt, name: FilePath.Component, outside: Bool)] = []
     /// Set with the above, so that a wake-up with no event still does the work.
     private let workLeft = Atomic<Bool>(false)
 
@@ -309,8 +309,8 @@ public final class StoreWatcher: @unchecked Sendable {
             rescanDue = false
             retryNow = false
         }
-        for (parent, name) in newDirectories {
-            if let dir = watches[parent] { watchNewDirectory(dir, name) }
+        for (parent, name, outside) in newDirectories {
+            if let dir = watches[parent] { watchNewDirectory(dir, name, madeOutside: outside) }
         }
         newDirectories.removeAll()
     }
@@ -472,12 +472,13 @@ public final class StoreWatcher: @unchecked Sendable {
         let directoryNode = dir.inode == trashInode ? Volume.rootInode : dir.inode
         let entryMask = UInt32(IN_CREATE | IN_DELETE | IN_MOVED_FROM | IN_MOVED_TO)
         if mask & entryMask != 0 {
+            let own = volume.ownChanges.isOwnEntry(dir.inode, name, queuedAt: queuedAt)
             if mask & UInt32(IN_ISDIR) != 0 && mask & UInt32(IN_CREATE | IN_MOVED_TO) != 0 {
-                if inline { watchNewDirectory(dir, name) } else { newDirectories.append((wd, name)); leaveWork() }
+                if inline { watchNewDirectory(dir, name, madeOutside: !own) } else { newDirectories.append((wd, name, !own)); leaveWork() }
             }
             if mask & UInt32(IN_MOVED_FROM) != 0 { movedBeforeRead.movedAway(dir.inode, name, cookie: cookie) }
             else { movedBeforeRead.replaced(dir.inode, name) }  // made, removed or moved onto
-            if !volume.ownChanges.isOwnEntry(dir.inode, name, queuedAt: queuedAt) {
+            if !own {
                 outside = true
                 if mask & UInt32(IN_DELETE | IN_MOVED_FROM | IN_MOVED_TO) != 0 {
                     volume.items.outsideEntryEpoch.add(1, ordering: .releasing)
@@ -645,7 +646,7 @@ public final class StoreWatcher: @unchecked Sendable {
 
     /// A directory appeared: watch it, then report what it already holds (made before the
     /// watch existed, the classic inotify race) so that no negative cache entry survives.
-    private func watchNewDirectory(_ parent: Watched, _ name: FilePath.Component) {
+    private func watchNewDirectory(_ parent: Watched, _ name: FilePath.Component, madeOutside: Bool) {
         refreshBudget()
         guard let fd = try? name.withName({ p in openToWatch(parent.fd, p) }) else { return }
         guard let st = try? Syscall.fstat(fd) else { Syscall.close(fd); return }
@@ -655,6 +656,13 @@ public final class StoreWatcher: @unchecked Sendable {
         // Held already: moved here from elsewhere (another `..`), or listed before its watch.
         volume.listingChanged(inode)
         guard volume.item(inode) != nil, let stream = try? DirectoryStream.open(fd) else { return }
+        // Made in the store and looked into through the mount before its watch began: what
+        // the kernel holds below it may have been moved or removed unheard, so every item is
+        // due for a check of its name at its next OPEN (a file replaced there, and its
+        // replacement moved away, was opened as the old one: 1 round in 300 of a loop made
+        // in a new directory each round). Not for one the mount made: what the kernel
+        // holds below it came through the mount.
+        if madeOutside { volume.items.outsideEntryEpoch.add(1, ordering: .releasing) }
         while let entry = try? stream.next() {
             guard !entry.isDotOrDotDot, let child = FilePath.Component(platformString: entry.name) else { continue }
             volume.notify { $0.entryMayHaveAppeared(parent: inode, name: child) }

@@ -31,6 +31,14 @@
 #            it at once: the new file, or ENOENT. The daemon knew the file by its first
 #            name, which still leads to it, so the open was served from the old file (a
 #            coherence fuzzer, s26c-def-132)
+#   replaced-moved  in a directory made in the store each round: f4 and d0/f6 cached; the
+#            store replaces f4 (A), the mount changes A's mode, the store renames d0/f6 over
+#            f4 and then f4 to f3; the mount opens f4: ENOENT. Two bugs (a coherence fuzzer,
+#            s27a-wb-207): the open of f4 is answered ESTALE and its retry's look-up finds
+#            nothing, so the retry never comes, and the record of that ESTALE matched the
+#            thread's next open by inode number, which ext4 had given the next round's A
+#            (27 of 300 rounds read A); and a directory made in the store and looked into
+#            before its watch began had its renames unheard (1 in 300 read the old f4)
 #   moved-link  (in shell, `moved_link_rounds`) a file with two names, A and B, both
 #            cached and A opened last; A moved in the store to C; `cat B` through the mount
 #            must read it (its retry found the file under B: 43 rounds in 100 failed with
@@ -186,6 +194,32 @@ for i in range(300):
             except FileNotFoundError:
                 pass
         continue
+    elif kind == "replaced-moved":
+        r, rm = "%s/r%d" % (sys.argv[3], i), "%s/r%d" % (sys.argv[2], i)
+        os.makedirs(r + "/d0")
+        with open(r + "/d0/f6", "w") as f:
+            f.write("B")
+        with open(r + "/f4", "w") as f:
+            f.write("old")
+        for _ in range(2000):                # the kernel holds both names
+            try:
+                os.stat(rm + "/d0/f6"), os.stat(rm + "/f4")
+                break
+            except FileNotFoundError:
+                time.sleep(0.001)
+        with open(r + "/.new", "w") as f:
+            f.write(data)
+        os.rename(r + "/.new", r + "/f4")    # A
+        time.sleep(0.002)
+        os.chmod(rm + "/f4", 0o640)
+        os.rename(r + "/d0/f6", r + "/f4")
+        os.rename(r + "/f4", r + "/f3")
+        try:
+            with open(rm + "/f4") as f:
+                wrong.append((i, "f4 opened", f.read()[:24]))
+        except FileNotFoundError:
+            pass
+        continue
     elif kind == "replace":
         with open(store + ".new", "w") as f:
             f.write(data)
@@ -248,6 +282,7 @@ for mode in default writeback; do
     _assert_output "0 []" rounds unclosed "$D" "$SD"
     _assert_output "0 []" rounds moved "$D" "$SD"
     _assert_output "0 []" rounds linked "$D" "$SD"
+    _assert_output "0 []" rounds replaced-moved "$D" "$SD"
     _assert_output "0" moved_link_rounds "$D" "$SD"
     # Under writeback the mount's writes stay in the kernel's pages until its close, past
     # the truncation: what the store then holds is the kernel's to decide (DESIGN.md 22).
