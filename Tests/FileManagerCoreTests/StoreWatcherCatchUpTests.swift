@@ -202,8 +202,19 @@ struct StoreWatcherCatchUpTests {
     func linked(_ f: Fixture) throws {
         let (item, _) = try withName("h") { try f.volume.link(f.file, f.documents, $0) }
         #expect(item === f.file)
+        settle(f)
+    }
+
+    /// The watcher reads what is queued, and the kernel takes what it was told.
+    func settle(_ f: Fixture) {
         f.watcher.readQueue()
         _ = f.observer.flush()
+    }
+
+    /// Some name removed in the store: every item is due for a check at its next open.
+    func removeSomethingInStore(_ f: Fixture) {
+        _ = FileManager.default.createFile(atPath: f.documentsPath + "/x", contents: Data())
+        #expect(unlink(f.documentsPath + "/x") == 0)
     }
 
     func replaceInStore(_ f: Fixture, _ name: String) {
@@ -240,8 +251,7 @@ struct StoreWatcherCatchUpTests {
         #expect(link(f.documentsPath + "/f", f.documentsPath + "/h") == 0)
         let (item, _) = try withName("h") { try f.volume.lookup(f.documents, $0) }
         #expect(item === f.file)                             // known by f, and now by h
-        f.watcher.readQueue()
-        _ = f.observer.flush()
+        settle(f)
         replaceInStore(f, "h")
         f.watcher.readQueue()
         #expect(f.volume.wasReplacedInStore(f.file))
@@ -251,10 +261,8 @@ struct StoreWatcherCatchUpTests {
         let f = try Fixture()
         try linked(f)
         try withName("f") { try f.volume.unlink(f.documents, $0) }
-        _ = FileManager.default.createFile(atPath: f.documentsPath + "/g", contents: Data())
-        #expect(unlink(f.documentsPath + "/g") == 0)         // some removal in the store
-        f.watcher.readQueue()
-        _ = f.observer.flush()
+        removeSomethingInStore(f)
+        settle(f)
         #expect(!f.volume.wasReplacedInStore(f.file))        // known by h now, which leads to it
         #expect(f.file.placement?.name == "h")
         replaceInStore(f, "h")
@@ -266,8 +274,7 @@ struct StoreWatcherCatchUpTests {
         let f = try Fixture()
         try linked(f)
         try f.rename("h", "k")                               // the kernel now holds f and k
-        f.watcher.readQueue()
-        _ = f.observer.flush()
+        settle(f)
         #expect(f.file.placement?.name == "f")
         replaceInStore(f, "k")
         f.watcher.readQueue()
@@ -285,12 +292,9 @@ struct StoreWatcherCatchUpTests {
         _ = FileManager.default.createFile(atPath: f.documentsPath + "/g", contents: Data())
         let (g, _) = try withName("g") { try f.volume.lookup(f.documents, $0) }
         try f.rename("g", "h")                               // h is g's now; the kernel knows
-        f.watcher.readQueue()
-        _ = f.observer.flush()
-        _ = FileManager.default.createFile(atPath: f.documentsPath + "/x", contents: Data())
-        #expect(unlink(f.documentsPath + "/x") == 0)         // some removal in the store
-        f.watcher.readQueue()
-        _ = f.observer.flush()
+        settle(f)
+        removeSomethingInStore(f)
+        settle(f)
         #expect(!f.volume.wasReplacedInStore(f.file))        // no needless ESTALE for h
         #expect(!f.volume.wasReplacedInStore(g))
     }
