@@ -275,12 +275,7 @@ public final class Volume: Sendable {
         let (oldParent, oldName) = item.state.withLock { ($0.parent, $0.name) }
         guard let oldParent, let oldName, !oldParent.isVirtual else { return }
         if oldParent === parent && oldName.withPlatformString({ strcmp($0, name) == 0 }) { return }
-        do {
-            let st = try oldName.withName { p throws(Errno) in try Syscall.fstatat(oldParent.fd, p) }
-            if UInt64(st.st_ino) == item.inode { return }
-        } catch {
-            guard error == .noSuchFileOrDirectory else { return }  // unknown: leave it
-        }
+        if leadsTo(item, oldParent, oldName) { return }  // another link, or unknown: leave it
         item.oldNamesInKernel.add(1, ordering: .releasing)  // before the name moves: see remember
         relocate(item, to: parent, name: name)
         dropEntryLeftBehind(item, parent: oldParent.inode, name: oldName)
