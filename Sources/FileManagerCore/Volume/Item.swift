@@ -50,6 +50,11 @@ public final class Item: @unchecked Sendable {
         /// would reach this file. At most `Item.otherNamesLimit`; further names are not
         /// checked.
         var otherNames: [(parent: Item, name: FilePath.Component)] = []
+
+        /// Where `name` in `parent` is among `otherNames`.
+        func otherNameIndex(_ parent: Item, _ name: FilePath.Component) -> Int? {
+            otherNames.firstIndex { $0.parent === parent && $0.name == name }
+        }
     }
     static let otherNamesLimit = 8
     let state: Mutex<State>

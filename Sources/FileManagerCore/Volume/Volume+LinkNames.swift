@@ -20,7 +20,7 @@ extension Volume {
     func noteOtherName(_ item: Item, _ parent: Item, _ name: UnsafePointer<CChar>) {
         guard let component = FilePath.Component(platformString: name) else { return }
         item.state.withLock { s in
-            let known = s.otherNames.firstIndex { $0.parent === parent && $0.name == component }
+            let known = s.otherNameIndex(parent, component)
             if s.parent === parent && s.name == component {
                 if let known { s.otherNames.remove(at: known) }  // the item followed it here
                 return
@@ -38,7 +38,7 @@ extension Volume {
         var went = false
         for (parent, name) in names where !leadsTo(item, parent, name) {
             let recorded = item.state.withLock { s in
-                guard let i = s.otherNames.firstIndex(where: { $0.parent === parent && $0.name == name }) else { return false }
+                guard let i = s.otherNameIndex(parent, name) else { return false }
                 s.otherNames.remove(at: i)
                 return true
             }
@@ -67,7 +67,7 @@ extension Volume {
     func nameRemovedThroughMount(_ item: Item, _ parent: Item, _ name: UnsafePointer<CChar>) {
         guard let component = FilePath.Component(platformString: name) else { return }
         let promoted = item.state.withLock { s -> (parent: Item, name: FilePath.Component)? in
-            if let i = s.otherNames.firstIndex(where: { $0.parent === parent && $0.name == component }) {
+            if let i = s.otherNameIndex(parent, component) {
                 s.otherNames.remove(at: i)
                 return nil
             }
@@ -86,7 +86,7 @@ extension Volume {
         guard let component = FilePath.Component(platformString: name),
               let newComponent = FilePath.Component(platformString: newName) else { return false }
         return item.state.withLock { s in
-            guard let i = s.otherNames.firstIndex(where: { $0.parent === parent && $0.name == component }) else { return false }
+            guard let i = s.otherNameIndex(parent, component) else { return false }
             s.otherNames[i] = (newParent, newComponent)
             return true
         }
