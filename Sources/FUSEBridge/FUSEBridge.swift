@@ -135,14 +135,15 @@ public final class FUSEBridge: @unchecked Sendable {
     // MARK: - Names
 
     /// LOOKUP: one more kernel reference to the entry; misses are cached as negative entries.
-    /// A miss may be the fresh walk of an open answered ESTALE, whose retry then never comes.
+    /// It may be the fresh walk of an open answered ESTALE, which the retry follows (`StaleOpens`).
     func lookup(_ reply: consuming Reply, _ parent: fuse_ino_t, _ name: UnsafePointer<CChar>) {
         guard let dir = node(parent) else { return reply.fail(Errno.noSuchFileOrDirectory) }
         do {
             let (item, st) = try volume.lookup(dir, name)
+            staleOpens.lookedUp(reply.caller.pid, parent: dir.inode, name: name, found: item)
             reply.entry(item.inode, st, timeouts: timeouts)
         } catch {
-            staleOpens.lookupFailed(reply.caller.pid, parent: dir.inode, name: name)
+            staleOpens.lookedUp(reply.caller.pid, parent: dir.inode, name: name, found: nil)
             if error == .noSuchFileOrDirectory && timeouts.negative > 0 { return reply.negativeEntry(timeouts: timeouts) }
             reply.fail(error)
         }

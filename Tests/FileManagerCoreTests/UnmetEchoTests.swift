@@ -118,4 +118,36 @@ struct UnmetEchoTests {
         "h".withCString { own.entryChanged(7, $0, bounded: false) }  // an echo that is certain: time bounds it
         #expect(own.isOwnEntry(7, name, queuedAt: 1 << 40))
     }
+
+    /// A change made in a directory before its watch began queued no echo on it (a directory
+    /// made through the mount is watched once the watcher reads its creation): its
+    /// expectation takes no later event of the name, or the store's next change of it was
+    /// the daemon's own and the kernel kept the old file (DESIGN.md 14, "Watched late").
+    @Test func aChangeMadeBeforeTheWatchBeganTakesNoEventOfIt() {
+        let own = OwnChanges()
+        own.enabled.store(true, ordering: .relaxed)
+        let name: FilePath.Component = "f6"
+        "f6".withCString { n in own.expectingEntry(7, n) { () in } }          // made, unwatched
+        let watchBegan = OwnChanges.now()
+        #expect(!own.isOwnEntry(7, name, queuedAt: 1 << 40, watchedSince: watchBegan))
+        #expect(!own.expectsEntries)                                          // dropped
+        // Made once the watch began: its echo.
+        "f6".withCString { n in own.expectingEntry(7, n) { () in } }
+        #expect(own.isOwnEntry(7, name, queuedAt: 1 << 40, watchedSince: watchBegan))
+        // In its system call when the watch began: it may echo on it.
+        "f6".withCString { own.expectEntry(7, $0) }
+        let laterWatch = OwnChanges.now()
+        #expect(own.isOwnEntry(7, name, queuedAt: 1 << 41, watchedSince: laterWatch))
+    }
+
+    /// The same for a removal's IN_ATTRIB (the link count), which the watcher passes over
+    /// while a removal of the name is expected.
+    @Test func aRemovalMadeBeforeTheWatchBeganHidesNoAttributeChange() {
+        let own = OwnChanges()
+        own.enabled.store(true, ordering: .relaxed)
+        let name: FilePath.Component = "g"
+        "g".withCString { n in own.expectingEntry(7, n, removing: true) { () in } }
+        #expect(own.expectsRemoval(7, name, queuedAt: 1 << 40))
+        #expect(!own.expectsRemoval(7, name, queuedAt: 1 << 40, watchedSince: OwnChanges.now()))
+    }
 }

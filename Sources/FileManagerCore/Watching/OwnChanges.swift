@@ -72,6 +72,12 @@ public final class OwnChanges: Sendable {
         /// store renamed a file over a hard link's name, the mount renamed that name on,
         /// and the link count of the displaced file's other name never fell, s26c-wb-142).
         var after: UInt64 = 0
+        /// When the last expected change returned (`now()`).
+        var finishedAt: UInt64 = 0
+
+        /// Whether every expected change returned before `moment`, the start of the watch
+        /// that reports the name: none of them queued an echo on it.
+        func returnedBefore(_ moment: UInt64) -> Bool { inFlight == 0 && finishedAt < moment }
 
         /// Whether an event queued at `position` may be one of the expected echoes.
         func admits(_ position: UInt64, now: UInt64) -> Bool {
@@ -179,10 +185,12 @@ public final class OwnChanges: Sendable {
     func entryChanged(_ directory: UInt64, _ name: UnsafePointer<CChar>, bounded: Bool) {
         guard enabled.load(ordering: .relaxed), let component = FilePath.Component(platformString: name) else { return }
         let position = bounded ? queuePosition() : 0  // may overshoot by a buffer while a read is under way: only lenient
+        let now = Self.now()
         entries.withLock { table in
             let key = EntryKey(directory: directory, name: component)
             guard var e = table[key] else { return }
             e.inFlight = max(e.inFlight - 1, 0)
+            e.finishedAt = now
             if bounded {
                 e.uncertain = min(e.uncertain + 1, e.count)
                 e.until = max(e.until, position)
@@ -547,12 +555,23 @@ public final class OwnChanges: Sendable {
 
     /// Whether an entry event queued at `position` is the echo of an expected change (and
     /// consumes it). Expectations it is queued after every echo of are dropped: their echoes
-    /// came before or never will.
-    func isOwnEntry(_ directory: UInt64, _ name: FilePath.Component, queuedAt position: UInt64 = 0) -> Bool {
+    /// came before or never will. `watchedSince`: when the directory's watch began
+    /// (`now()`, read before `inotify_add_watch`). Changes that all returned before it
+    /// queued no echo on that watch: a directory made through the mount is watched once
+    /// the watcher reads its creation, and what the mount made in it before then left
+    /// expectations no echo meets, which took the store's next change of the name for the
+    /// daemon's own, and the kernel kept the old file under it for good (a loop after a
+    /// coherence fuzzer's s29a-def-2901: 1 round in 5-10).
+    func isOwnEntry(_ directory: UInt64, _ name: FilePath.Component, queuedAt position: UInt64 = 0,
+                    watchedSince: UInt64 = 0) -> Bool {
         let now = Self.now()
         return entries.withLock { table in
             let key = EntryKey(directory: directory, name: name)
             guard var e = table[key] else { return false }
+            if e.returnedBefore(watchedSince) {
+                table[key] = nil
+                return false
+            }
             if position < e.after { return false }  // before every expected change: theirs are to come
             e.spendUncertain(before: position)
             guard e.admits(position, now: now) else {
@@ -564,30 +583,20 @@ public final class OwnChanges: Sendable {
         }
     }
 
-    /// Whether any entry change is expected (a walk of the store skips `metBeforeWatch`
-    /// when none is).
+    /// Whether any entry change is expected.
     var expectsEntries: Bool { entries.withLock { !$0.isEmpty } }
-
-    /// `name` was found in `directory` when its watch began: an expected change of it
-    /// happened before, and its echo will never come.
-    func metBeforeWatch(_ directory: UInt64, _ name: FilePath.Component) {
-        entries.withLock { table in
-            let key = EntryKey(directory: directory, name: name)
-            guard let e = table[key] else { return }
-            table[key] = Self.takingOne(e)
-        }
-    }
 
     /// Whether a removal or replacement of the entry `name` of `directory` is expected,
     /// without consuming it: an unlink echoes as IN_ATTRIB (link count) before its IN_DELETE.
     /// Only removals: a creation whose IN_CREATE never came (made just before its
     /// directory's watch began) would otherwise hide every IN_ATTRIB of the new file, an
     /// outside `chmod` among them, for the expectation's lifetime.
-    func expectsRemoval(_ directory: UInt64, _ name: FilePath.Component, queuedAt position: UInt64 = 0) -> Bool {
+    func expectsRemoval(_ directory: UInt64, _ name: FilePath.Component, queuedAt position: UInt64 = 0,
+                        watchedSince: UInt64 = 0) -> Bool {
         let now = Self.now()
         return entries.withLock { table in
             guard let e = table[EntryKey(directory: directory, name: name)] else { return false }
-            return e.removals > 0 && e.admits(position, now: now)
+            return e.removals > 0 && e.admits(position, now: now) && !e.returnedBefore(watchedSince)
         }
     }
 

@@ -41,6 +41,10 @@ public final class StoreWatcher: @unchecked Sendable {
         /// IN_IGNORED; the parent's IN_DELETE is what ends the watch.
         var parent: CInt
         var name: FilePath.Component?
+        /// When the watch began (`OwnChanges.now()`, read before `inotify_add_watch`): the
+        /// daemon's changes here that returned before it queued no echo
+        /// (`OwnChanges.isOwnEntry`).
+        let since: UInt64
     }
 
     private let volume: Volume
@@ -176,6 +180,7 @@ public final class StoreWatcher: @unchecked Sendable {
         guard let st = try? Syscall.fstat(fd) else { Syscall.close(fd); return }
         // Watched first, counted after: a directory already watched (inotify answers its
         // watch) costs nothing more, so a rescan at the budget still walks the whole store.
+        let since = OwnChanges.now()
         let wd = (try? Syscall.withProcPath(fd) { path throws(Errno) in clinux_inotify_add_watch(inotify, path, Self.mask) }) ?? -1
         if wd < 0 {
             giveUpCompleteness("cannot watch every directory of the store (\(Errno(rawValue: errno)))")
@@ -194,7 +199,7 @@ public final class StoreWatcher: @unchecked Sendable {
             Syscall.close(fd)
             if parent >= 0 { watches[wd]!.parent = parent; watches[wd]!.name = name }
         } else {
-            watches[wd] = Watched(fd: fd, inode: UInt64(st.st_ino), parent: parent, name: name)
+            watches[wd] = Watched(fd: fd, inode: UInt64(st.st_ino), parent: parent, name: name, since: since)
         }
         let dirFD = watches[wd]!.fd
         let stream: DirectoryStream
@@ -202,17 +207,21 @@ public final class StoreWatcher: @unchecked Sendable {
             if error != .noSuchFileOrDirectory { giveUpCompleteness("cannot list a directory of the store (\(error))") }
             return
         }
-        let meetsExpectations = isNew && volume.ownChanges.expectsEntries
+        // A directory the kernel holds, watched only now (made through the mount or in the
+        // store, and the watcher reads of it later): what happened in it before went unheard.
+        // Its entries expire in the kernel, which looks each up again at its next use, and
+        // every item is due for a check of its name at its next OPEN (`wasReplacedInStore`):
+        // a name the kernel holds may have gone. So for every directory below it too: a
+        // file the mount made in a new directory, moved away and replaced in the store
+        // before the watcher read of the directory's parent, kept the old file under its
+        // name for good (a loop after a coherence fuzzer's s29a-def-2901: 1 round in 5-20).
+        let inode = UInt64(st.st_ino)
+        let heldUnwatched = isNew && volume.item(inode) != nil
+        if heldUnwatched { volume.items.outsideEntryEpoch.add(1, ordering: .releasing) }
         while let entry = try? stream.next() {
             guard !entry.isDotOrDotDot else { continue }
-            // What a directory held when its watch began was made without an echo: the
-            // daemon's expectation of it goes, or it would take the next outside change of
-            // the name (a rename, a delete) for its own for a second (`mkdir -p a/b; echo
-            // >a/b/f` through the mount, then `mv` in the store). A change made after the
-            // watch began echoes too and is then reported as an outside one: an
-            // invalidation too many.
-            if meetsExpectations, let child = FilePath.Component(platformString: entry.name) {
-                volume.ownChanges.metBeforeWatch(UInt64(st.st_ino), child)
+            if heldUnwatched, let child = FilePath.Component(platformString: entry.name) {
+                volume.notify { $0.entryMayHaveAppeared(parent: inode, name: child) }
             }
             guard entry.type == UInt8(DT_DIR) else { continue }
             if let child = openToWatch(dirFD, entry.name) {
@@ -240,7 +249,7 @@ public final class StoreWatcher: @unchecked Sendable {
     /// Work too heavy for a request thread, left to the watcher thread (`draining` held):
     /// a rescan after an overflow, and new directories to watch (by parent watch and name).
     private var rescanDue = false
-    private var newDirectories: [(parent: CInt, name: FilePath.Component, outside: Bool)] = []
+    private var newDirectories: [(parent: CInt, name: FilePath.Component)] = []
     /// Set with the above, so that a wake-up with no event still does the work.
     private let workLeft = Atomic<Bool>(false)
 
@@ -309,8 +318,8 @@ public final class StoreWatcher: @unchecked Sendable {
             rescanDue = false
             retryNow = false
         }
-        for (parent, name, outside) in newDirectories {
-            if let dir = watches[parent] { watchNewDirectory(dir, name, madeOutside: outside) }
+        for (parent, name) in newDirectories {
+            if let dir = watches[parent] { watchNewDirectory(dir, name) }
         }
         newDirectories.removeAll()
     }
@@ -472,9 +481,9 @@ public final class StoreWatcher: @unchecked Sendable {
         let directoryNode = dir.inode == trashInode ? Volume.rootInode : dir.inode
         let entryMask = UInt32(IN_CREATE | IN_DELETE | IN_MOVED_FROM | IN_MOVED_TO)
         if mask & entryMask != 0 {
-            let own = volume.ownChanges.isOwnEntry(dir.inode, name, queuedAt: queuedAt)
+            let own = volume.ownChanges.isOwnEntry(dir.inode, name, queuedAt: queuedAt, watchedSince: dir.since)
             if mask & UInt32(IN_ISDIR) != 0 && mask & UInt32(IN_CREATE | IN_MOVED_TO) != 0 {
-                if inline { watchNewDirectory(dir, name, madeOutside: !own) } else { newDirectories.append((wd, name, !own)); leaveWork() }
+                if inline { watchNewDirectory(dir, name) } else { newDirectories.append((wd, name)); leaveWork() }
             }
             if mask & UInt32(IN_MOVED_FROM) != 0 { movedBeforeRead.movedAway(dir.inode, name, cookie: cookie) }
             else { movedBeforeRead.replaced(dir.inode, name) }  // made, removed or moved onto
@@ -590,7 +599,7 @@ public final class StoreWatcher: @unchecked Sendable {
             return byDescriptor(inode)
         }
         // The link-count echo of our own unlink or rename needs no look at the item.
-        if mask & UInt32(IN_ATTRIB) != 0 && volume.ownChanges.expectsRemoval(dir.inode, name, queuedAt: queuedAt) { return nil }
+        if mask & UInt32(IN_ATTRIB) != 0 && volume.ownChanges.expectsRemoval(dir.inode, name, queuedAt: queuedAt, watchedSince: dir.since) { return nil }
         do {
             return (try name.withName { p throws(Errno) in try Syscall.fstatat(dir.fd, p) }, nil)
         } catch {
@@ -644,29 +653,17 @@ public final class StoreWatcher: @unchecked Sendable {
         if let wait = considerRetry(), wait > 0, !inline { leaveWork() }
     }
 
-    /// A directory appeared: watch it, then report what it already holds (made before the
-    /// watch existed, the classic inotify race) so that no negative cache entry survives.
-    private func watchNewDirectory(_ parent: Watched, _ name: FilePath.Component, madeOutside: Bool) {
+    /// A directory appeared: watch it and every directory below it; what one the kernel
+    /// holds already lists (made before the watch existed, the classic inotify race) is
+    /// reported by `watchTree`, so that no cached entry of it survives.
+    private func watchNewDirectory(_ parent: Watched, _ name: FilePath.Component) {
         refreshBudget()
         guard let fd = try? name.withName({ p in openToWatch(parent.fd, p) }) else { return }
         guard let st = try? Syscall.fstat(fd) else { Syscall.close(fd); return }
         let parentWD = watches.first { $0.value.inode == parent.inode }?.key ?? -1
         watchTree(fd, parent: parentWD, name: name)
-        let inode = UInt64(st.st_ino)
         // Held already: moved here from elsewhere (another `..`), or listed before its watch.
-        volume.listingChanged(inode)
-        guard volume.item(inode) != nil, let stream = try? DirectoryStream.open(fd) else { return }
-        // Made in the store and looked into through the mount before its watch began: what
-        // the kernel holds below it may have been moved or removed unheard, so every item is
-        // due for a check of its name at its next OPEN (a file replaced there, and its
-        // replacement moved away, was opened as the old one: 1 round in 300 of a loop made
-        // in a new directory each round). Not for one the mount made: what the kernel
-        // holds below it came through the mount.
-        if madeOutside { volume.items.outsideEntryEpoch.add(1, ordering: .releasing) }
-        while let entry = try? stream.next() {
-            guard !entry.isDotOrDotDot, let child = FilePath.Component(platformString: entry.name) else { continue }
-            volume.notify { $0.entryMayHaveAppeared(parent: inode, name: child) }
-        }
+        volume.listingChanged(UInt64(st.st_ino))
     }
 
     /// After an overflow, or to become complete again: every directory is watched again

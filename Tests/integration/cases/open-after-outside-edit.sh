@@ -39,6 +39,13 @@
 #            thread's next open by inode number, which ext4 had given the next round's A
 #            (27 of 300 rounds read A); and a directory made in the store and looked into
 #            before its watch began had its renames unheard (1 in 300 read the old f4)
+#   link-moved-over  in a directory of its own each round: a file A made in d0 and linked
+#            to f1 through the mount, moved in the store from d0 to f2 (and looked up
+#            there), and f4 cached; the store renames f1 over f4, and the mount opens f4
+#            at once: A. The open of the old f4 is answered ESTALE; the retry's fresh look-up
+#            found A, whose other name f1 had just gone, and its OPEN was answered ESTALE
+#            too, which the program saw (a coherence fuzzer, s29a-def-2901: 121 of 200
+#            rounds of a loop like this one)
 #   moved-link  (in shell, `moved_link_rounds`) a file with two names, A and B, both
 #            cached and A opened last; A moved in the store to C; `cat B` through the mount
 #            must read it (its retry found the file under B: 43 rounds in 100 failed with
@@ -58,6 +65,36 @@ kind, mount, store = sys.argv[1], sys.argv[2] + "/f", sys.argv[3] + "/f"
 wrong = []
 for i in range(300):
     data = ("round %d " % i) * (1 + i % 7)
+    if kind == "link-moved-over":
+        M, S = "%s/lmo%d" % (sys.argv[2], i), "%s/lmo%d" % (sys.argv[3], i)
+        os.makedirs(M + "/d0")
+        time.sleep(0.005)                    # both directories watched: no window of theirs
+        with open(M + "/d0/f6", "w") as f:
+            f.write(data)
+        os.link(M + "/d0/f6", M + "/f1")
+        with open(M + "/f4", "w") as f:
+            f.write("old f4")
+        os.rename(S + "/d0/f6", S + "/f2")
+        for _ in range(2000):                # until the mount finds A under f2
+            try:
+                with open(M + "/f2") as f:
+                    if f.read() == data:
+                        break
+            except FileNotFoundError:
+                pass
+            time.sleep(0.001)
+        for n in ("/f1", "/f4"):
+            with open(M + n) as f:
+                f.read()
+        os.rename(S + "/f1", S + "/f4")
+        try:
+            with open(M + "/f4") as f:
+                got = f.read()
+            if got != data:
+                wrong.append((i, got[:24], data[:24]))
+        except OSError as e:
+            wrong.append((i, e.strerror))
+        continue
     if kind == "create":
         name = "/g%d" % i
         try:
@@ -283,6 +320,7 @@ for mode in default writeback; do
     _assert_output "0 []" rounds moved "$D" "$SD"
     _assert_output "0 []" rounds linked "$D" "$SD"
     _assert_output "0 []" rounds replaced-moved "$D" "$SD"
+    _assert_output "0 []" rounds link-moved-over "$D" "$SD"
     _assert_output "0" moved_link_rounds "$D" "$SD"
     # Under writeback the mount's writes stay in the kernel's pages until its close, past
     # the truncation: what the store then holds is the kernel's to decide (DESIGN.md 22).
