@@ -134,10 +134,25 @@ struct UnmetEchoTests {
         // Made once the watch began: its echo.
         "f6".withCString { n in own.expectingEntry(7, n) { () in } }
         #expect(own.isOwnEntry(7, name, queuedAt: 1 << 40, watchedSince: watchBegan))
-        // In its system call when the watch began: it may echo on it.
+        // Begun before the watch began and still in its system call: whether it echoes
+        // is not known, and an echo taken for an outside change costs only an invalidation.
         "f6".withCString { own.expectEntry(7, $0) }
         let laterWatch = OwnChanges.now()
-        #expect(own.isOwnEntry(7, name, queuedAt: 1 << 41, watchedSince: laterWatch))
+        #expect(!own.isOwnEntry(7, name, queuedAt: 1 << 41, watchedSince: laterWatch))
+    }
+
+    /// Made before the watch began, then removed once it had: the removal's echo is the
+    /// daemon's, and the store's next making of the name is not (a coherence fuzzer,
+    /// s29b-def-2913: the kernel's negative entry of the name stayed for its timeout).
+    @Test func aChangeBeforeTheWatchAndOneAfterLeaveOneEcho() {
+        let own = OwnChanges()
+        own.enabled.store(true, ordering: .relaxed)
+        let name: FilePath.Component = "f"
+        "f".withCString { n in own.expectingEntry(7, n) { () in } }           // no echo: unwatched
+        let watchBegan = OwnChanges.now()
+        "f".withCString { n in own.expectingEntry(7, n, removing: true) { () in } }
+        #expect(own.isOwnEntry(7, name, queuedAt: 100, watchedSince: watchBegan))   // the removal's
+        #expect(!own.isOwnEntry(7, name, queuedAt: 200, watchedSince: watchBegan))  // the store's
     }
 
     /// The same for a removal's IN_ATTRIB (the link count), which the watcher passes over

@@ -72,12 +72,26 @@ public final class OwnChanges: Sendable {
         /// store renamed a file over a hard link's name, the mount renamed that name on,
         /// and the link count of the displaced file's other name never fell, s26c-wb-142).
         var after: UInt64 = 0
-        /// When the last expected change returned (`now()`).
-        var finishedAt: UInt64 = 0
+        /// When the first expected change still unmatched began (`now()` before its system
+        /// call), and the last one (echoes come in the order of their changes).
+        var firstStartedAt: UInt64 = 0
+        var lastStartedAt: UInt64 = 0
 
-        /// Whether every expected change returned before `moment`, the start of the watch
-        /// that reports the name: none of them queued an echo on it.
-        func returnedBefore(_ moment: UInt64) -> Bool { inFlight == 0 && finishedAt < moment }
+        /// Forgets the expected changes that began before `moment`, when the watch that
+        /// reports the name began: their system calls may have returned before it, with no
+        /// echo on it (an echo that does come is then reported as an outside change: an
+        /// invalidation too many). All of them when the last began before; else the first
+        /// (the others' times are not kept: they count as after). The time a change
+        /// returned would not do: its thread may read the clock well after the store
+        /// changed (183 µs after a watch began, seen, for an unlink with no echo on it).
+        mutating func forgetStarted(before moment: UInt64) {
+            guard count > 0, firstStartedAt < moment else { return }
+            count -= lastStartedAt < moment ? count : 1
+            inFlight = min(inFlight, count)
+            removals = min(removals, count)
+            uncertain = min(uncertain, count)
+            firstStartedAt = lastStartedAt
+        }
 
         /// Whether an event queued at `position` may be one of the expected echoes.
         func admits(_ position: UInt64, now: UInt64) -> Bool {
@@ -164,12 +178,14 @@ public final class OwnChanges: Sendable {
     /// its echo comes after (`EntryExpectation.after`).
     func expectEntry(_ directory: UInt64, _ name: UnsafePointer<CChar>, removing: Bool = false, after mark: UInt64? = nil) {
         guard enabled.load(ordering: .relaxed), let component = FilePath.Component(platformString: name) else { return }
-        let deadline = Self.now() + Self.lifetime
+        let now = Self.now(), deadline = now + Self.lifetime
         entries.withLock { table in
             Self.prune(&table) { $0.deadline }
             let key = EntryKey(directory: directory, name: component)
             var e = table[key] ?? EntryExpectation(after: mark ?? 0)
             e.after = min(e.after, mark ?? 0)
+            if e.count == 0 { e.firstStartedAt = now }
+            e.lastStartedAt = now
             e.count += 1
             e.removals += removing ? 1 : 0
             e.inFlight += 1
@@ -185,12 +201,10 @@ public final class OwnChanges: Sendable {
     func entryChanged(_ directory: UInt64, _ name: UnsafePointer<CChar>, bounded: Bool) {
         guard enabled.load(ordering: .relaxed), let component = FilePath.Component(platformString: name) else { return }
         let position = bounded ? queuePosition() : 0  // may overshoot by a buffer while a read is under way: only lenient
-        let now = Self.now()
         entries.withLock { table in
             let key = EntryKey(directory: directory, name: component)
             guard var e = table[key] else { return }
             e.inFlight = max(e.inFlight - 1, 0)
-            e.finishedAt = now
             if bounded {
                 e.uncertain = min(e.uncertain + 1, e.count)
                 e.until = max(e.until, position)
@@ -528,6 +542,7 @@ public final class OwnChanges: Sendable {
         guard e.count > 1 else { return nil }
         var rest = e
         rest.count -= 1
+        rest.firstStartedAt = rest.lastStartedAt  // the next one's time is not kept
         rest.removals = min(rest.removals, rest.count)
         rest.uncertain = min(rest.uncertain, rest.count)  // a certain echo is taken first
         return rest
@@ -556,35 +571,66 @@ public final class OwnChanges: Sendable {
     /// Whether an entry event queued at `position` is the echo of an expected change (and
     /// consumes it). Expectations it is queued after every echo of are dropped: their echoes
     /// came before or never will. `watchedSince`: when the directory's watch began
-    /// (`now()`, read before `inotify_add_watch`). Changes that all returned before it
-    /// queued no echo on that watch: a directory made through the mount is watched once
+    /// (`now()`, read once `inotify_add_watch` returned). Changes begun before it may have
+    /// queued no echo on that watch, and are forgotten (`forgetStarted`): a directory made
+    /// through the mount is watched once
     /// the watcher reads its creation, and what the mount made in it before then left
     /// expectations no echo meets, which took the store's next change of the name for the
     /// daemon's own, and the kernel kept the old file under it for good (a loop after a
-    /// coherence fuzzer's s29a-def-2901: 1 round in 5-10).
+    /// coherence fuzzer's s29a-def-2901: 1 round in 5-10). Also when a later change of the
+    /// name, made once the watch began, joined them: its echo took one, and the one left
+    /// took the store's next change (a new directory's file made and removed through the
+    /// mount, then made in the store: the kernel kept its negative entry, s29b-def-2913).
     func isOwnEntry(_ directory: UInt64, _ name: FilePath.Component, queuedAt position: UInt64 = 0,
                     watchedSince: UInt64 = 0) -> Bool {
+        entryEcho(directory, name, queuedAt: position, watchedSince: watchedSince) == .own
+    }
+
+    /// What an entry event is: the echo of the daemon's own change, an outside change, or
+    /// one that may be either, because an expected change it may echo was forgotten at the
+    /// watch's beginning (`forgetStarted`). The watcher tells the kernel of the last by
+    /// expiring the entry, as of what a new directory lists: an invalidation unhashes an
+    /// entry even in use, and a process working in a subdirectory the mount had just made
+    /// lost its working directory (`working-directory-in-new-directory`).
+    enum EntryEcho { case own, outside, uncertain }
+
+    func entryEcho(_ directory: UInt64, _ name: FilePath.Component, queuedAt position: UInt64 = 0,
+                   watchedSince: UInt64 = 0) -> EntryEcho {
         let now = Self.now()
-        return entries.withLock { table in
+        return entries.withLock { table -> EntryEcho in
             let key = EntryKey(directory: directory, name: name)
-            guard var e = table[key] else { return false }
-            if e.returnedBefore(watchedSince) {
+            guard var e = table[key] else { return .outside }
+            let expected = e.count
+            e.forgetStarted(before: watchedSince)
+            let forgot = e.count < expected
+            if e.count <= 0 {
                 table[key] = nil
-                return false
+                return .uncertain
             }
-            if position < e.after { return false }  // before every expected change: theirs are to come
+            if position < e.after { table[key] = e; return forgot ? .uncertain : .outside }  // before every expected change: theirs are to come
             e.spendUncertain(before: position)
             guard e.admits(position, now: now) else {
                 table[key] = e.inFlight == 0 || e.count == 0 ? nil : e
-                return false
+                return forgot ? .uncertain : .outside
             }
             table[key] = Self.takingOne(e)
-            return true
+            return .own
         }
     }
 
-    /// Whether any entry change is expected.
+    /// Whether any entry change is expected (a walk of the store skips `metBeforeWatch`
+    /// when none is).
     var expectsEntries: Bool { entries.withLock { !$0.isEmpty } }
+
+    /// `name` was found in `directory` when its watch began: an expected change of it
+    /// happened before, and its echo will never come.
+    func metBeforeWatch(_ directory: UInt64, _ name: FilePath.Component) {
+        entries.withLock { table in
+            let key = EntryKey(directory: directory, name: name)
+            guard let e = table[key] else { return }
+            table[key] = Self.takingOne(e)
+        }
+    }
 
     /// Whether a removal or replacement of the entry `name` of `directory` is expected,
     /// without consuming it: an unlink echoes as IN_ATTRIB (link count) before its IN_DELETE.
@@ -596,7 +642,7 @@ public final class OwnChanges: Sendable {
         let now = Self.now()
         return entries.withLock { table in
             guard let e = table[EntryKey(directory: directory, name: name)] else { return false }
-            return e.removals > 0 && e.admits(position, now: now) && !e.returnedBefore(watchedSince)
+            return e.removals > 0 && e.admits(position, now: now) && e.lastStartedAt >= watchedSince
         }
     }
 

@@ -41,7 +41,7 @@ public final class StoreWatcher: @unchecked Sendable {
         /// IN_IGNORED; the parent's IN_DELETE is what ends the watch.
         var parent: CInt
         var name: FilePath.Component?
-        /// When the watch began (`OwnChanges.now()`, read before `inotify_add_watch`): the
+        /// When the watch began (`OwnChanges.now()`, read after `inotify_add_watch`): the
         /// daemon's changes here that returned before it queued no echo
         /// (`OwnChanges.isOwnEntry`).
         let since: UInt64
@@ -180,8 +180,10 @@ public final class StoreWatcher: @unchecked Sendable {
         guard let st = try? Syscall.fstat(fd) else { Syscall.close(fd); return }
         // Watched first, counted after: a directory already watched (inotify answers its
         // watch) costs nothing more, so a rescan at the budget still walks the whole store.
-        let since = OwnChanges.now()
         let wd = (try? Syscall.withProcPath(fd) { path throws(Errno) in clinux_inotify_add_watch(inotify, path, Self.mask) }) ?? -1
+        // Read once the watch is in place: a change that returned before had no echo on it
+        // (one that returned between the two did, and is then reported as an outside one).
+        let since = OwnChanges.now()
         if wd < 0 {
             giveUpCompleteness("cannot watch every directory of the store (\(Errno(rawValue: errno)))")
             Syscall.close(fd)
@@ -218,11 +220,22 @@ public final class StoreWatcher: @unchecked Sendable {
         let inode = UInt64(st.st_ino)
         let heldUnwatched = isNew && volume.item(inode) != nil
         if heldUnwatched { volume.items.outsideEntryEpoch.add(1, ordering: .releasing) }
+        let meetsExpectations = isNew && volume.ownChanges.expectsEntries
         while let entry = try? stream.next() {
             guard !entry.isDotOrDotDot else { continue }
-            if heldUnwatched, let child = FilePath.Component(platformString: entry.name) {
+            let child = heldUnwatched || meetsExpectations ? FilePath.Component(platformString: entry.name) : nil
+            if heldUnwatched, let child {
                 volume.notify { $0.entryMayHaveAppeared(parent: inode, name: child) }
             }
+            // What a directory held when its watch began was made without an echo: the
+            // daemon's expectation of it goes, or it would take the next outside change of
+            // the name (a rename, a delete) for its own for a second (`mkdir -p a/b; echo
+            // >a/b/f` through the mount, then `mv` in the store), also once a later change
+            // of the daemon's own to the name, which does echo, joined it (so that not every
+            // one of its changes returned before the watch: `OwnChanges.isOwnEntry`). A
+            // change made after the watch began echoes too and is then reported as an
+            // outside one: an invalidation too many.
+            if meetsExpectations, let child { volume.ownChanges.metBeforeWatch(inode, child) }
             guard entry.type == UInt8(DT_DIR) else { continue }
             if let child = openToWatch(dirFD, entry.name) {
                 watchTree(child, parent: wd, name: FilePath.Component(platformString: entry.name))
@@ -481,7 +494,8 @@ public final class StoreWatcher: @unchecked Sendable {
         let directoryNode = dir.inode == trashInode ? Volume.rootInode : dir.inode
         let entryMask = UInt32(IN_CREATE | IN_DELETE | IN_MOVED_FROM | IN_MOVED_TO)
         if mask & entryMask != 0 {
-            let own = volume.ownChanges.isOwnEntry(dir.inode, name, queuedAt: queuedAt, watchedSince: dir.since)
+            let echo = volume.ownChanges.entryEcho(dir.inode, name, queuedAt: queuedAt, watchedSince: dir.since)
+            let own = echo == .own
             if mask & UInt32(IN_ISDIR) != 0 && mask & UInt32(IN_CREATE | IN_MOVED_TO) != 0 {
                 if inline { watchNewDirectory(dir, name) } else { newDirectories.append((wd, name)); leaveWork() }
             }
@@ -493,7 +507,11 @@ public final class StoreWatcher: @unchecked Sendable {
                     volume.items.outsideEntryEpoch.add(1, ordering: .releasing)
                 }
                 volume.listingChanged(directoryNode)
-                tellEntryChanged(parent: directoryNode, name: name, inline: inline)
+                if echo == .uncertain {
+                    volume.notify { $0.entryMayHaveAppeared(parent: directoryNode, name: name) }
+                } else {
+                    tellEntryChanged(parent: directoryNode, name: name, inline: inline)
+                }
                 tellItemChanged(directoryNode, inline: inline)
                 if mask & UInt32(IN_ISDIR) == 0 {
                     if mask & UInt32(IN_CREATE) != 0 { linkMade(dir, name, inline: inline) }
