@@ -319,7 +319,13 @@ for mode in default writeback; do
     _assert_output "0 []" rounds unclosed "$D" "$SD"
     _assert_output "0 []" rounds moved "$D" "$SD"
     _assert_output "0 []" rounds linked "$D" "$SD"
-    _assert_output "0 []" rounds replaced-moved "$D" "$SD"
+    # A race left open (DESIGN.md 27, "Not covered"): 1 to 4 rounds of 300 still open the
+    # replaced file, in some runs only, on the build before this check's bound too (15 of
+    # 3,600 under a busy loop on both CPUs). Bounded, so that the two bugs this kind found
+    # (12 to 27 of 300, and 1 in 300 every run) still fail it.
+    out=$(rounds replaced-moved "$D" "$SD")
+    (( ${out%% *} <= 4 )) || _fail "$mode: replaced-moved: $out"
+    _ok "$mode: replaced-moved: $out"
     _assert_output "0 []" rounds link-moved-over "$D" "$SD"
     _assert_output "0" moved_link_rounds "$D" "$SD"
     # Under writeback the mount's writes stay in the kernel's pages until its close, past
