@@ -1,4 +1,5 @@
 # Files edited in the store while the mount lists their directory for the first time show
+# timeout: 300 (hundreds of rounds in both modes: 75-100 s on 2 vCPUs, near the default 120)
 # their new size once the listing is done (DESIGN.md 14). `ls -l` reads the directory with
 # READDIRPLUS, whose answer names each entry's item with its attributes; the daemon looks
 # every entry of a buffer up before it sends the buffer, and the kernel makes the inodes
