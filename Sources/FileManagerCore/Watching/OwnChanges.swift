@@ -568,19 +568,7 @@ public final class OwnChanges: Sendable {
 
     // MARK: - Matching (the watcher)
 
-    /// Whether an entry event queued at `position` is the echo of an expected change (and
-    /// consumes it). Expectations it is queued after every echo of are dropped: their echoes
-    /// came before or never will. `watchedSince`: when the directory's watch began
-    /// (`now()`, read once `inotify_add_watch` returned). Changes begun before it may have
-    /// queued no echo on that watch, and are forgotten (`forgetStarted`): a directory made
-    /// through the mount is watched once
-    /// the watcher reads its creation, and what the mount made in it before then left
-    /// expectations no echo meets, which took the store's next change of the name for the
-    /// daemon's own, and the kernel kept the old file under it for good (a loop after a
-    /// coherence fuzzer's s29a-def-2901: 1 round in 5-10). Also when a later change of the
-    /// name, made once the watch began, joined them: its echo took one, and the one left
-    /// took the store's next change (a new directory's file made and removed through the
-    /// mount, then made in the store: the kernel kept its negative entry, s29b-def-2913).
+    /// Whether `entryEcho` finds the event the echo of the daemon's own change (consuming it).
     func isOwnEntry(_ directory: UInt64, _ name: FilePath.Component, queuedAt position: UInt64 = 0,
                     watchedSince: UInt64 = 0) -> Bool {
         entryEcho(directory, name, queuedAt: position, watchedSince: watchedSince) == .own
@@ -594,6 +582,18 @@ public final class OwnChanges: Sendable {
     /// lost its working directory (`working-directory-in-new-directory`).
     enum EntryEcho { case own, outside, uncertain }
 
+    /// What the entry event queued at `position` is (`EntryEcho`); an echo is consumed.
+    /// Expectations it is queued after every echo of are dropped: their echoes came before
+    /// or never will. `watchedSince`: when the directory's watch began (`now()`, read once
+    /// `inotify_add_watch` returned). Changes begun before it may have queued no echo on
+    /// that watch, and are forgotten (`forgetStarted`): a directory made through the mount
+    /// is watched once the watcher reads its creation, and what the mount made in it before
+    /// then left expectations no echo meets, which took the store's next change of the name
+    /// for the daemon's own, and the kernel kept the old file under it for good (a loop
+    /// after a coherence fuzzer's s29a-def-2901: 1 round in 5-10). Also when a later change
+    /// of the name, made once the watch began, joined them: its echo took one, and the one
+    /// left took the store's next change (a new directory's file made and removed through
+    /// the mount, then made in the store: the kernel kept its negative entry, s29b-def-2913).
     func entryEcho(_ directory: UInt64, _ name: FilePath.Component, queuedAt position: UInt64 = 0,
                    watchedSince: UInt64 = 0) -> EntryEcho {
         let now = Self.now()

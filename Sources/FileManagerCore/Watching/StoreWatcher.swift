@@ -42,8 +42,8 @@ public final class StoreWatcher: @unchecked Sendable {
         var parent: CInt
         var name: FilePath.Component?
         /// When the watch began (`OwnChanges.now()`, read after `inotify_add_watch`): the
-        /// daemon's changes here that returned before it queued no echo
-        /// (`OwnChanges.isOwnEntry`).
+        /// daemon's changes here begun before it may have queued no echo
+        /// (`OwnChanges.entryEcho`).
         let since: UInt64
     }
 
@@ -181,8 +181,8 @@ public final class StoreWatcher: @unchecked Sendable {
         // Watched first, counted after: a directory already watched (inotify answers its
         // watch) costs nothing more, so a rescan at the budget still walks the whole store.
         let wd = (try? Syscall.withProcPath(fd) { path throws(Errno) in clinux_inotify_add_watch(inotify, path, Self.mask) }) ?? -1
-        // Read once the watch is in place: a change that returned before had no echo on it
-        // (one that returned between the two did, and is then reported as an outside one).
+        // Read once the watch is in place: a change begun before may have had no echo on it
+        // (one whose echo does come is then reported as uncertain: `OwnChanges.entryEcho`).
         let since = OwnChanges.now()
         if wd < 0 {
             giveUpCompleteness("cannot watch every directory of the store (\(Errno(rawValue: errno)))")
@@ -232,9 +232,9 @@ public final class StoreWatcher: @unchecked Sendable {
             // the name (a rename, a delete) for its own for a second (`mkdir -p a/b; echo
             // >a/b/f` through the mount, then `mv` in the store), also once a later change
             // of the daemon's own to the name, which does echo, joined it (so that not every
-            // one of its changes returned before the watch: `OwnChanges.isOwnEntry`). A
-            // change made after the watch began echoes too and is then reported as an
-            // outside one: an invalidation too many.
+            // one of its changes began before the watch: `OwnChanges.entryEcho`). A change
+            // made after the watch began echoes too and is then reported as an outside one:
+            // an invalidation too many.
             if meetsExpectations, let child { volume.ownChanges.metBeforeWatch(inode, child) }
             guard entry.type == UInt8(DT_DIR) else { continue }
             if let child = openToWatch(dirFD, entry.name) {
