@@ -39,7 +39,10 @@
 #            nothing, so the retry never comes, and the record of that ESTALE matched the
 #            thread's next open by inode number, which ext4 had given the next round's A
 #            (27 of 300 rounds read A); and a directory made in the store and looked into
-#            before its watch began had its renames unheard (1 in 300 read the old f4)
+#            before its watch began had its renames unheard (1 in 300 read the old f4).
+#            A third, 1 to 4 in 300 in some runs only (more under load): the watcher thread
+#            let the OPEN go at a look at its queue taken before the OPEN asked, while the
+#            renames' events were still queued, and A was served (DESIGN.md 27, catching up)
 #   link-moved-over  in a directory of its own each round: a file A made in d0 and linked
 #            to f1 through the mount, moved in the store from d0 to f2 (and looked up
 #            there), and f4 cached; the store renames f1 over f4, and the mount opens f4
@@ -320,13 +323,7 @@ for mode in default writeback; do
     _assert_output "0 []" rounds unclosed "$D" "$SD"
     _assert_output "0 []" rounds moved "$D" "$SD"
     _assert_output "0 []" rounds linked "$D" "$SD"
-    # A race left open (DESIGN.md 27, "Not covered"): 1 to 4 rounds of 300 still open the
-    # replaced file, in some runs only, on the build before this check's bound too (15 of
-    # 3,600 under a busy loop on both CPUs). Bounded, so that the two bugs this kind found
-    # (12 to 27 of 300, and 1 in 300 every run) still fail it.
-    out=$(rounds replaced-moved "$D" "$SD")
-    (( ${out%% *} <= 4 )) || _fail "$mode: replaced-moved: $out"
-    _ok "$mode: replaced-moved: $out"
+    _assert_output "0 []" rounds replaced-moved "$D" "$SD"
     _assert_output "0 []" rounds link-moved-over "$D" "$SD"
     _assert_output "0" moved_link_rounds "$D" "$SD"
     # Under writeback the mount's writes stay in the kernel's pages until its close, past
