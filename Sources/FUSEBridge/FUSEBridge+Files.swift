@@ -33,14 +33,14 @@ extension FUSEBridge {
     private func open(_ reply: consuming Reply, _ item: Item, _ info: fuse_file_info, _ caller: Caller, keepsPages: Bool) {
         let flags = info.flags
         // A name replaced in the store while the kernel still had it cached: the kernel
-        // retries the open with a fresh lookup (ESTALE), and opens the new file.
-        if isCoherent {
-            let answered = staleOpens.take(caller.pid)
-            if volume.wasReplacedInStore(item) || volume.mayBeReachedThroughOldName(item),
-               let (parent, name) = item.placement, answered?.isRetry(of: item, parent, name) != true {
-                staleOpens.answered(caller.pid, item: item, parent: parent, name: name)
-                return reply.fail(Errno.staleNFSFileHandle)
-            }
+        // retries the open with a fresh lookup (ESTALE), and opens the new file. Without a
+        // watcher that hears every change (past its budget), the kernel's entries live for
+        // the short timeouts, and every open looks at its name.
+        let answered = staleOpens.take(caller.pid)
+        if volume.wasReplacedInStore(item, everyTime: !isCoherent) || volume.mayBeReachedThroughOldName(item),
+           let (parent, name) = item.placement, answered?.isRetry(of: item, parent, name) != true {
+            staleOpens.answered(caller.pid, item: item, parent: parent, name: name)
+            return reply.fail(Errno.staleNFSFileHandle)
         }
         let writing = (flags & O_ACCMODE) != O_RDONLY || (flags & O_TRUNC) != 0
         if writing && refusesBeforeWaiting(item) { return reply.fail(Errno.readOnlyFileSystem) }

@@ -231,10 +231,11 @@ extension Volume {
     /// the item (`ItemTable.outsideEntryEpoch`); an item found in place is not looked at
     /// again until the next such change. An OPEN answers ESTALE when this is true, and the
     /// kernel walks the path again, asking (DESIGN.md 27). A file with several names has
-    /// the kernel's other names checked too (`otherNameWentInStore`).
-    public func wasReplacedInStore(_ item: Item) -> Bool {
+    /// the kernel's other names checked too (`otherNameWentInStore`). `everyTime`: looked
+    /// at whatever the epoch, for a watcher that may not hear every change (DESIGN.md 28).
+    public func wasReplacedInStore(_ item: Item, everyTime: Bool = false) -> Bool {
         let epoch = items.outsideEntryEpoch.load(ordering: .acquiring)
-        guard item.resolvedEpoch.load(ordering: .relaxed) != epoch else { return false }
+        guard everyTime || item.resolvedEpoch.load(ordering: .relaxed) != epoch else { return false }
         let (parent, name, others) = item.state.withLock { ($0.parent, $0.name, $0.otherNames) }
         if let parent, let name, !parent.isVirtual, !leadsTo(item, parent, name) { return true }
         if !others.isEmpty && otherNameWentInStore(item, others) { return true }
