@@ -82,6 +82,19 @@ struct OwnChangesTests {
         #expect(!own.isOwnItemState(st, queuedAt: 0))
     }
 
+    /// The watcher reads an event's state when it gets to it: an earlier event's read may
+    /// see the state from before a change the daemon was making then, and reach the table
+    /// after the change was recorded. That older state says nothing of the record, whose
+    /// echo is still to come (deleting it took that echo for an outside change).
+    @Test func anOlderStateLeavesTheRecord() throws {
+        let (own, fd, path) = try watching()
+        defer { cleanUp(own, fd, path) }
+        let older = try state(fd)                           // read by the watcher
+        let st = try daemonChmod(own, UInt64(older.st_ino), fd)  // the daemon's change lands first
+        #expect(!own.isOwnItemState(older, queuedAt: 0))
+        #expect(own.isOwnItemState(st, queuedAt: 0))       // its echo
+    }
+
     /// A handle's close echoes after the kernel's RELEASE, which comes after the caller's
     /// close(2): an edit made in the store after the daemon's last write must not become
     /// the daemon's own by the close (it was recorded there before, and served stale).

@@ -134,6 +134,7 @@ public final class OwnChanges: Sendable {
         /// handled that far, a write made on this state keeps the mark (`recordWrite`).
         var echoBy: UInt64 = 0
         func describes(_ st: stat) -> Bool { seconds == st.st_ctim.tv_sec && nanoseconds == st.st_ctim.tv_nsec }
+        func isNewer(than st: stat) -> Bool { (seconds, nanoseconds) > (st.st_ctim.tv_sec, st.st_ctim.tv_nsec) }
     }
     /// Per item the daemon created (a new inode, under a name the kernel asked for): the
     /// queue position just before the creation, and until when to keep it. An item event
@@ -665,7 +666,10 @@ public final class OwnChanges: Sendable {
                 if e.closeOnce && e.closeUntil == .max { table[UInt64(st.st_ino)]?.closeUntil = position + 1 }
                 return true
             }
-            table[UInt64(st.st_ino)] = nil  // moved on: someone else changed it since
+            // Moved on (someone else changed it since), or expired: the record goes. Not for
+            // a state older than the record: the watcher read it before a change the daemon
+            // was making landed, whose echo is still to come (one needless invalidation).
+            if !e.isNewer(than: st) { table[UInt64(st.st_ino)] = nil }
             return false
         }
     }
