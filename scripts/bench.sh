@@ -175,7 +175,7 @@ touch "$BACKING/.containerfs-bench"
 rm -rf -- "${BACKING:?}"/* "${BACKING:?}"/.fsbench-prime.* 2>/dev/null
 # Each file system's work directory in a block group of its own (docs/PERFORMANCE.md, "Creates
 # next to a removed tree"): ext4 without a journal (these machines' disks) does not reuse an
-# inode freed in the last minute (five while its inode table block is dirty) and has each
+# inode freed in the last minute (six while its inode table block is dirty) and has each
 # create walk past every such inode of its block group first (`recently_deleted`,
 # fs/ext4/ialloc.c). The work directories are siblings, so each run's creates met the inodes
 # of the tree the run before had just removed: 10,000 native creates ran at 4-6k/s instead of
@@ -196,7 +196,7 @@ CFS_SUB=containers/com.example.bench/Documents
 # container, and mkdir in containers/ creates one; other file systems are left alone. The
 # container's Documents gets the top-directory flag in the store, as the backing dir has
 # (above): through the mount no ioctl sets it.
-CFS_DOCS={src}/$STORE_NAME/containers/com.example.bench/Documents
+CFS_DOCS={src}/$STORE_NAME/$CFS_SUB
 FSBENCH_POSTMOUNT='case $(findmnt -rno FSTYPE --mountpoint {mnt}) in fuse.containerfs) mkdir -p {mnt}/containers/com.example.bench'
 ((TOPDIR)) && FSBENCH_POSTMOUNT+=" && chattr +T $CFS_DOCS"
 export FSBENCH_POSTMOUNT+=' ;; esac'
