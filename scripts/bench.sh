@@ -191,13 +191,14 @@ RSSDIR=$RESULTS/rss
 mkdir -p "$RSSDIR"
 
 # ---------------------------------------------------------------- file systems
-CFS_SUB=containers/com.example.bench/Documents
+CFS_CONTAINER=containers/com.example.bench
+CFS_SUB=$CFS_CONTAINER/Documents
 # run after each mount (fsbench.sh / sqlbench.sh): the workload dir must be inside a
 # container, and mkdir in containers/ creates one; other file systems are left alone. The
 # container's Documents gets the top-directory flag in the store, as the backing dir has
 # (above): through the mount no ioctl sets it.
 CFS_DOCS={src}/$STORE_NAME/$CFS_SUB
-FSBENCH_POSTMOUNT='case $(findmnt -rno FSTYPE --mountpoint {mnt}) in fuse.containerfs) mkdir -p {mnt}/containers/com.example.bench'
+FSBENCH_POSTMOUNT="case \$(findmnt -rno FSTYPE --mountpoint {mnt}) in fuse.containerfs) mkdir -p {mnt}/$CFS_CONTAINER"
 ((TOPDIR)) && FSBENCH_POSTMOUNT+=" && chattr +T $CFS_DOCS"
 export FSBENCH_POSTMOUNT+=' ;; esac'
 WRAP="$HERE/rss-exec.sh"
