@@ -2,10 +2,11 @@
 """report.py - summary of a scripts/bench.sh run (ContainerFS vs native and passthrough_ll).
 
 usage: report.py [--fs LABEL[,LABEL...]] [--anchors native,passthrough_ll,passthrough_ll_wb[,passthrough_ll_xattr]]
-                 [--rounds N] [--check-only] RESULTS_DIR
+                 [--rounds N] [--workloads LIST] [--check-only] RESULTS_DIR
 
 Reads the result files ../shared/bench/fsbench.sh and sqlbench.sh wrote into RESULTS_DIR
-(LABEL.rN.txt, LABEL.sqlite.rN.txt: lines "LABEL METRIC VALUE UNIT", '#' notes), the
+(LABEL.rN.txt; LABEL.tree.rN.txt, the tree workload's pass of its own; LABEL.sqlite.rN.txt:
+lines "LABEL METRIC VALUE UNIT", '#' notes), the
 daemon memory samples of rss-exec.sh (RESULTS_DIR/rss/LABEL.PID.rss) and the progress logs
 (*.err, for phase start times), and prints markdown:
   1. medians per file system and each FS's ratio to every anchor (performance ratios:
@@ -15,8 +16,9 @@ daemon memory samples of rss-exec.sh (RESULTS_DIR/rss/LABEL.PID.rss) and the pro
   3. spread (min..max over rounds);
   4. daemon memory: peak RSS (VmHWM) over the whole run, max RSS per phase, and the
      daemon's own memory (RssAnon: RSS less mapped files such as shared libraries).
-Exit status: 0 when every (file system, round) produced every workload's metric, 1 otherwise
-(no timing assertions).
+Exit status: 0 when every (file system, round) produced every metric of the workloads run
+(--workloads, fsbench.sh's names; the SQLite workload always), 1 otherwise (no timing
+assertions).
 """
 import argparse
 import collections
@@ -57,6 +59,7 @@ SQLITE_METRICS = [
 # stat_again / ls_l when drop_caches is not permitted)
 REQUIRED = [m for m, _ in FSBENCH_METRICS if m not in ("meta_stat_cold", "meta_ls_l_cold")] + [
     ("meta_stat_cold", "meta_stat_again"), ("meta_ls_l_cold", "meta_ls_l")] + [m for m, _ in SQLITE_METRICS]
+ALL_WORKLOADS = "seqwrite,seqread,randread,randwrite,meta,tree"
 PHASES = ["seqwrite", "seqread", "randread_cold", "randread_hot", "randwrite", "meta",
           "tree_untar", "tree_readall", "tree_rm", "sqlite"]
 TIME_UNITS = {"s"}
@@ -76,16 +79,29 @@ PHASE_MSGS = [("priming", "mount"), ("mounting", "mount"), ("seqwrite", "seqwrit
               ("meta:", "meta"), ("tree:", "tree"), ("done; unmounting", "unmount"), ("sqlbench.py", "sqlite")]
 
 
+def kind_of(metric):
+    """the result file a metric comes from: sqlite, tree (its own pass) or fsbench"""
+    for k in ("sqlite", "tree"):
+        if metric.startswith(k + "_"):
+            return k
+    return "fsbench"
+
+
+def workload_of(metric):
+    """fsbench.sh's workload name for a metric (randread_cold -> randread, meta_create -> meta)"""
+    return metric if metric in ("seqwrite", "seqread", "randwrite") else metric.split("_")[0]
+
+
 def load(d):
     """-> data[label][metric] = [values], units, notes[label] = [header notes], runs[(label, file)] = metrics"""
     data = collections.defaultdict(lambda: collections.defaultdict(list))
     units, runs, failed, pids, params = {}, {}, [], {}, {}
     for f in sorted(glob.glob(os.path.join(d, "*.txt"))):
         base = os.path.basename(f)
-        m = re.match(r"(.+?)\.(sqlite\.)?r(\d+)\.txt$", base)
+        m = re.match(r"(.+?)\.(?:(sqlite|tree)\.)?r(\d+)\.txt$", base)
         if not m:
             continue
-        label, kind, rnd = m.group(1), "sqlite" if m.group(2) else "fsbench", int(m.group(3))
+        label, kind, rnd = m.group(1), m.group(2) or "fsbench", int(m.group(3))
         got = set()
         with open(f) as fh:
             for line in fh:
@@ -209,7 +225,7 @@ def rss_by_phase(d, pids):
                     ph = name
             per[ph] = max(per[ph], rss)
         for ph, v in per.items():
-            if ph == "mount" and kind != "fsbench":
+            if ph == "mount" and kind == "sqlite":
                 continue  # sqlbench's daemons start up too; count fsbench's only
             o["phase"][ph].append(v)
     return out
@@ -221,6 +237,7 @@ def main():
     ap.add_argument("--fs", default="containerfs")
     ap.add_argument("--anchors", default="native,passthrough_ll,passthrough_ll_wb")
     ap.add_argument("--rounds", type=int, default=0, help="rounds expected per FS (0: whatever is there)")
+    ap.add_argument("--workloads", default=ALL_WORKLOADS, help="fsbench.sh workloads that were run")
     ap.add_argument("--check-only", action="store_true")
     a = ap.parse_args()
     data, units, runs, failed, pids, params = load(a.dir)
@@ -231,14 +248,20 @@ def main():
     # ---- completeness (the smoke test's verdict)
     problems = []
     rounds = a.rounds or max([r for (_, _, r) in runs] or [0])
+    ran = set(a.workloads.split(",")) | {"sqlite"}
+    required = [x for x in REQUIRED if workload_of(x if isinstance(x, str) else x[0]) in ran]
     for label in labels:
-        for kind in ("fsbench", "sqlite"):
+        for kind in ("fsbench", "tree", "sqlite"):
+            need = [x for x in required if kind_of(x if isinstance(x, str) else x[0]) == kind]
+            if not need:
+                continue
             for r in range(1, rounds + 1):
                 got = runs.get((label, kind, r))
+                if got is None and kind == "tree":
+                    got = runs.get((label, "fsbench", r))  # a run from before the tree pass of its own
                 if got is None:
                     problems.append(f"{label} {kind} round {r}: no result file")
                     continue
-                need = [x for x in REQUIRED if (x if isinstance(x, str) else x[0]).startswith("sqlite_") == (kind == "sqlite")]
                 for req in need:
                     alts = (req,) if isinstance(req, str) else req
                     if not any(x in got for x in alts):
@@ -254,7 +277,8 @@ def main():
             "nfiles": params.get("nfiles", "?"), "readdir_passes": params.get("readdir_passes", "?"),
             "tarball": re.sub(r".*/", "", params.get("tarball", "?")),
         }
-        nruns = {l: sum(1 for (x, k, _) in runs if x == l and k == "fsbench") for l in labels}
+        nruns = {l: max(sum(1 for (x, k, _) in runs if x == l and k == kind) for kind in ("fsbench", "tree"))
+                 for l in labels}
         out.append("Medians over rounds. Ratio columns: performance of the file system relative to each "
                    "anchor (rate ÷ anchor rate; for times anchor ÷ FS time), so > 1.00 = faster, "
                    "< 1.00 = slower. Targets (issue 3): ≥ 1.00× passthrough_ll and ≥ 0.90× "
