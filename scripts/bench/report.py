@@ -79,6 +79,11 @@ PHASE_MSGS = [("priming", "mount"), ("mounting", "mount"), ("seqwrite", "seqwrit
               ("meta:", "meta"), ("tree:", "tree"), ("done; unmounting", "unmount"), ("sqlbench.py", "sqlite")]
 
 
+def req_name(req):
+    """a REQUIRED entry's metric name (its first spelling)"""
+    return req if isinstance(req, str) else req[0]
+
+
 def kind_of(metric):
     """the result file a metric comes from: sqlite, tree (its own pass) or fsbench"""
     for k in ("sqlite", "tree"):
@@ -226,7 +231,7 @@ def rss_by_phase(d, pids):
             per[ph] = max(per[ph], rss)
         for ph, v in per.items():
             if ph == "mount" and kind == "sqlite":
-                continue  # sqlbench's daemons start up too; count fsbench's only
+                continue  # sqlbench's daemons start up too; count fsbench's only (both passes)
             o["phase"][ph].append(v)
     return out
 
@@ -249,10 +254,10 @@ def main():
     problems = []
     rounds = a.rounds or max([r for (_, _, r) in runs] or [0])
     ran = set(a.workloads.split(",")) | {"sqlite"}
-    required = [x for x in REQUIRED if workload_of(x if isinstance(x, str) else x[0]) in ran]
+    required = [x for x in REQUIRED if workload_of(req_name(x)) in ran]
     for label in labels:
         for kind in ("fsbench", "tree", "sqlite"):
-            need = [x for x in required if kind_of(x if isinstance(x, str) else x[0]) == kind]
+            need = [x for x in required if kind_of(req_name(x)) == kind]
             if not need:
                 continue
             for r in range(1, rounds + 1):
