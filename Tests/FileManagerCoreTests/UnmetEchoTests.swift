@@ -141,6 +141,36 @@ struct UnmetEchoTests {
         #expect(!own.isOwnEntry(7, name, queuedAt: 1 << 41, watchedSince: laterWatch))
     }
 
+    /// A new directory's listing finds what the mount made in it. A subdirectory made once
+    /// the watch was in place echoes on it: its expectation stays for that echo, or the echo
+    /// was an outside change whose invalidation unhashed a process's working directory
+    /// (`mkdir -p a/b/c; cd a/b/c`, then getcwd: ENOENT; CI's
+    /// `working-directory-in-new-directory`, 1 of 300 rounds once).
+    @Test func theListingLeavesAChangeBegunAfterTheWatchToItsEcho() {
+        let own = OwnChanges()
+        own.enabled.store(true, ordering: .relaxed)
+        let watchBegan = OwnChanges.now()
+        "s4".withCString { n in own.expectingEntry(7, n) { () in } }
+        own.metBeforeWatch(7, "s4", watchedSince: watchBegan)
+        #expect(own.entryEcho(7, "s4", queuedAt: 1 << 40, watchedSince: watchBegan) == .own)
+        #expect(!own.expectsEntries)
+    }
+
+    /// One begun before the watch, still in its system call when the watch began, may have
+    /// echoed on it: the listing forgets it, and its echo is uncertain (an expiry, which
+    /// leaves an entry in use hashed); the name's next event is an outside change.
+    @Test func theListingLeavesAChangeBegunBeforeTheWatchUncertain() {
+        let own = OwnChanges()
+        own.enabled.store(true, ordering: .relaxed)
+        "s3".withCString { own.expectEntry(7, $0) }
+        let watchBegan = OwnChanges.now()
+        "s3".withCString { own.entryChanged(7, $0, bounded: false) }
+        own.metBeforeWatch(7, "s3", watchedSince: watchBegan)
+        #expect(own.entryEcho(7, "s3", queuedAt: 1 << 40, watchedSince: watchBegan) == .uncertain)
+        #expect(own.entryEcho(7, "s3", queuedAt: 1 << 41, watchedSince: watchBegan) == .outside)
+        #expect(!own.expectsEntries)
+    }
+
     /// Made before the watch began, then removed once it had: the removal's echo is the
     /// daemon's, and the store's next making of the name is not (a coherence fuzzer,
     /// s29b-def-2913: the kernel's negative entry of the name stayed for its timeout).

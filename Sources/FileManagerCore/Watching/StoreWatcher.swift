@@ -227,15 +227,15 @@ public final class StoreWatcher: @unchecked Sendable {
             if heldUnwatched, let child {
                 volume.notify { $0.entryMayHaveAppeared(parent: inode, name: child) }
             }
-            // What a directory held when its watch began was made without an echo: the
-            // daemon's expectation of it goes, or it would take the next outside change of
-            // the name (a rename, a delete) for its own for a second (`mkdir -p a/b; echo
-            // >a/b/f` through the mount, then `mv` in the store), also once a later change
-            // of the daemon's own to the name, which does echo, joined it (so that not every
-            // one of its changes began before the watch: `OwnChanges.entryEcho`). A change
-            // made after the watch began echoes too and is then reported as an outside one:
-            // an invalidation too many.
-            if meetsExpectations, let child { volume.ownChanges.metBeforeWatch(inode, child) }
+            // What a directory held when its watch began may have been made without an echo:
+            // the daemon's expectations of it begun before the watch go, or they would take
+            // the next outside change of the name (a rename, a delete) for its own for a
+            // second (`mkdir -p a/b; echo >a/b/f` through the mount, then `mv` in the store),
+            // also once a later change of the daemon's own to the name, which does echo,
+            // joined them (so that not every one of its changes began before the watch:
+            // `OwnChanges.entryEcho`). Those begun after it stay for their echoes
+            // (`OwnChanges.metBeforeWatch`).
+            if meetsExpectations, let child { volume.ownChanges.metBeforeWatch(inode, child, watchedSince: since) }
             guard entry.type == UInt8(DT_DIR) else { continue }
             if let child = openToWatch(dirFD, entry.name) {
                 watchTree(child, parent: wd, name: FilePath.Component(platformString: entry.name))
