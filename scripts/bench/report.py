@@ -84,17 +84,16 @@ def req_name(req):
     return req if isinstance(req, str) else req[0]
 
 
+def workload_of(metric):
+    """the workload a metric belongs to: fsbench.sh's names (randread_cold -> randread,
+    meta_create -> meta, seqwrite -> seqwrite) and sqlite"""
+    return metric.split("_")[0]
+
+
 def kind_of(metric):
     """the result file a metric comes from: sqlite, tree (its own pass) or fsbench"""
-    for k in ("sqlite", "tree"):
-        if metric.startswith(k + "_"):
-            return k
-    return "fsbench"
-
-
-def workload_of(metric):
-    """fsbench.sh's workload name for a metric (randread_cold -> randread, meta_create -> meta)"""
-    return metric if metric in ("seqwrite", "seqread", "randwrite") else metric.split("_")[0]
+    w = workload_of(metric)
+    return w if w in ("sqlite", "tree") else "fsbench"
 
 
 def load(d):
