@@ -171,13 +171,6 @@ public final class FUSEBridge: @unchecked Sendable {
         }
     }
 
-    /// A mode with a set-ID bit is refused while a handle of the item is passed through
-    /// (DESIGN.md 29): its writes would never clear the bit.
-    private func whileSetIDIsSafe<R>(_ item: Item, _ mode: mode_t?, _ body: () throws(Errno) -> R) throws(Errno) -> R {
-        guard let passthrough, let mode, Passthrough.grantsPrivilege(mode) else { return try body() }
-        return try passthrough.withoutPassedThroughHandles(of: item, body)
-    }
-
     /// SETATTR: a write; changing only mode, owner or access time is metadata-only (the
     /// content modification date is content, reference coordination §3.2).
     func setattr(_ reply: consuming Reply, _ ino: fuse_ino_t, _ attr: stat, _ toSet: CInt, _ fi: UnsafeMutablePointer<fuse_file_info>?,
@@ -213,9 +206,7 @@ public final class FUSEBridge: @unchecked Sendable {
                          event: volume.mountPath(of: item).map { .changed($0) })
         }) { [self, changes] reply, _ in
             do {
-                let st = try whileSetIDIsSafe(item, changes.mode) { () throws(Errno) in
-                    try volume.setAttributes(item, changes, handle: file)
-                }
+                let st = try volume.setAttributes(item, changes, handle: file)
                 reply.attributes(st, timeout: timeouts.attributes)
             } catch {
                 reply.fail(error)

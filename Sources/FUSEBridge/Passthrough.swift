@@ -19,11 +19,12 @@ import SystemPackage
 /// number of handles of each kind it has open; a new handle takes the kind already open.
 /// Our counts drop at RELEASE, after the kernel's, so they never claim less than it holds.
 ///
-/// A file with a set-ID bit is served through the daemon when nothing is open, and a mode
-/// with one is refused (ETXTBSY) while a handle is passed through: under
-/// FUSE_HANDLE_KILLPRIV_V2 (DESIGN.md 24) the kernel leaves clearing the bits on write to
-/// the file system, and a passed-through write never reaches it. A bit set in the store
-/// behind such a handle goes at the next write: registrations are made without CAP_FSETID.
+/// Under FUSE_HANDLE_KILLPRIV_V2 (DESIGN.md 24) the kernel leaves clearing set-ID bits on
+/// write to the file system, and a passed-through write never reaches it. Registrations are
+/// therefore made without CAP_FSETID: a bit given to a file while a handle is passed through,
+/// by a `chmod` through the mount or in the store, goes at that handle's next write, as on
+/// ext4 for an unprivileged writer. A file with a set-ID bit is served through the daemon
+/// when nothing is open, so that root's writes keep the bits as they do on ext4.
 final class Passthrough: Sendable {
     /// The session's `/dev/fuse` descriptor while it is mounted; -1 before and after. Held
     /// across each ioctl, so that `detach` (before the descriptor closes) waits for it.
@@ -63,16 +64,6 @@ final class Passthrough: Sendable {
     /// group execute: the bits a write by another user must clear).
     static func grantsPrivilege(_ mode: mode_t) -> Bool {
         mode & S_ISUID != 0 || mode & (S_ISGID | S_IXGRP) == S_ISGID | S_IXGRP
-    }
-
-    /// Runs `body` (a change of the item's mode) unless a handle of the item is passed
-    /// through: ETXTBSY then, as for writing a running program. Under the item's lock, so
-    /// that no handle is passed through meanwhile.
-    func withoutPassedThroughHandles<R>(of item: Item, _ body: () throws(Errno) -> R) throws(Errno) -> R {
-        try item.attachment.withLock { attachment throws(Errno) -> R in
-            if let kinds = attachment as? Kinds, kinds.passedThroughCount > 0 { throw .textFileBusy }
-            return try body()
-        }
     }
 
     /// Registers the item's descriptor as a backing file; nil when refused.
@@ -120,8 +111,6 @@ final class Passthrough: Sendable {
         private var backing: CInt = 0
         private let open = Mutex<(passedThrough: Int, throughDaemon: Int)>((0, 0))
         private weak var passthrough: Passthrough?
-
-        var passedThroughCount: Int { open.withLock { $0.passedThrough } }
 
         func choose(_ passthrough: Passthrough, _ item: Item, _ fd: CInt) -> CInt? {
             open.withLock { open -> CInt? in

@@ -17,7 +17,9 @@
 # Environment: CONTAINERFS, TEST_BASE (where case directories go; default /var/tmp, a real
 # disk: the conformance case compares with the file system underneath), CASE_TIMEOUT
 # (seconds, default 120; a case may say `# timeout: N` in its first lines), KEEP=1 (keep
-# every case directory; failed ones are always kept).
+# every case directory; failed ones are always kept), CFS_MOUNT_OPTIONS (mount options
+# added to every daemon a case starts with fs_mount_at: `uring` runs the suite over FUSE's
+# io_uring transport, DESIGN.md 31).
 set -u -o pipefail
 
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)

@@ -23,6 +23,8 @@ content), nor, while the mount holds a file open for writing, a change no event 
 under --writeback, where the WRITEs check nothing, such files are never checked). `--skip-known-nlink` leaves out the link counts of
 hard-linked files, which the mount did not show changed in the store before `LinkCounts`
 (DESIGN.md 14, "Hard links"); for comparing with runs of that time.
+`$FUZZ_OPTIONS`: more mount options for every mount, comma-separated (`passthrough`,
+`uring`: the opt-in modes of DESIGN.md 29 and 31, whose checks are the default mount's).
 Root, a built binary ($CONTAINERFS, default .build/debug/containerfs) and a scratch
 directory ($FUZZ_DIR, default /var/tmp/containerfs-fuzz) are needed. Not part of the test
 suite: its races depend on timing, so a finding is replayed and made a test of its own.
@@ -91,7 +93,8 @@ def fresh_mount(writeback):
         time.sleep(0.05)
     os.makedirs(STORE)
     os.makedirs(MNT, exist_ok=True)
-    opts = ['-o', 'writeback'] if writeback else []
+    extra = [o for o in os.environ.get('FUZZ_OPTIONS', '').split(',') if o]
+    opts = ['-o', ','.join((['writeback'] if writeback else []) + extra)] if writeback or extra else []
     for attempt in range(20):
         r = sh([B, 'mount', STORE, MNT] + opts, check=False)
         if r.returncode == 0:

@@ -219,7 +219,9 @@ fs_mount_at() {
     # A daemon started from a terminal has SIGINT and SIGQUIT at their defaults; a script's
     # `&` would have them ignored, and libfuse leaves ignored signals alone.
     # _CFS_WRAP: a command the daemon runs under (e.g. `taskset -c 0`), if any.
-    env --default-signal=INT,QUIT "${_CFS_WRAP[@]}" "$CONTAINERFS" mount "$store" "$mnt" -f "$@" >"$log" 2>&1 &
+    # CFS_MOUNT_OPTIONS: options every such mount gets (run.sh: the suite in a mode).
+    env --default-signal=INT,QUIT "${_CFS_WRAP[@]}" "$CONTAINERFS" mount "$store" "$mnt" -f "$@" \
+        ${CFS_MOUNT_OPTIONS:+-o "$CFS_MOUNT_OPTIONS"} >"$log" 2>&1 &
     local pid=$! i rc
     _CFS_PID[$mnt]=$pid
     _CFS_PIDS+=("$pid")
