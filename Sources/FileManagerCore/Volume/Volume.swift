@@ -67,6 +67,18 @@ public final class Volume: Sendable {
         notify { $0.entryChanged(parent: parent, name: name) }
     }
 
+    /// Runs a change the daemon makes to the entry `name` of the store directory `dir`
+    /// itself, not for a kernel request (a CLI command run by the daemon): its echo from the
+    /// store watcher is the daemon's own, and the kernel is told of the name afterwards,
+    /// also when the change failed half-way (what it cached may be wrong either way). The
+    /// `.Trash-UID` directories of `trash/` are children of the mount root.
+    public func changingStoreEntry<R, E: Error>(in dir: CInt, _ name: UnsafePointer<CChar>, removing: Bool = false,
+                                                _ body: () throws(E) -> R) throws(E) -> R {
+        let parent = dir == store.trashFD ? Volume.rootInode : ((try? Syscall.fstat(dir)).map { UInt64($0.st_ino) } ?? 0)
+        defer { if let component = FilePath.Component(platformString: name) { announceEntryChange(parent: parent, name: component) } }
+        return try ownChanges.expectingEntry(parent, name, removing: removing, body)
+    }
+
     /// The inode number of `containers/`.
     public var containersInode: UInt64 { (try? Syscall.fstat(store.containersFD)).map { UInt64($0.st_ino) } ?? 0 }
 
