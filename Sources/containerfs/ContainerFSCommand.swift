@@ -15,7 +15,7 @@ struct ContainerFSCommand: ParsableCommand {
         version: version,
         subcommands: [
             MountCommand.self, UnmountCommand.self, ContainerCommand.self, InboxCommand.self,
-            PurgeCommand.self, ExcludeCommand.self, CoordinateCommand.self, WatchCommand.self, UnmountWhenGoneCommand.self,
+            PurgeCommand.self, ExcludeCommand.self, RunCommand.self, CoordinateCommand.self, WatchCommand.self, UnmountWhenGoneCommand.self,
         ],
         defaultSubcommand: MountCommand.self
     )
