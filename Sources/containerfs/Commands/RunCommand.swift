@@ -27,6 +27,10 @@ struct RunCommand: ParsableCommand {
     func validate() throws {
         try DaemonRequests.validateIdentifier(id)
         guard !commandLine.isEmpty else { throw ValidationError("missing the command to run") }
+        // Everything after ID is the command's: `run ID --sandbox -- CMD` would run `--sandbox`.
+        if let dash = command.firstIndex(of: "--"), dash > 0 {
+            throw ValidationError("run's options go before ID (\(command[..<dash].joined(separator: " ")) comes after it; a command with a -- of its own goes after ID --)")
+        }
         if noNetwork && !sandbox { throw ValidationError("--no-network goes with --sandbox") }
     }
 

@@ -68,3 +68,7 @@ _assert_output "$U1_UID $UC" _as_user "$U1" containerfs run --store "$S" org.exa
 _assert_output "$U1_UID" fsop stat "$UC/Documents/mine" uid
 _assert_exit 1 _as_user "$U1" containerfs run --store "$S" com.example.notes -- true
 _assert_eq "containerfs: containers/com.example.notes: only its owner (uid 0) or root may run programs in it: permission denied" "$_OUT" "another's container"
+# run's own options after ID would be taken for the command: refused, unless after `ID --`.
+_assert_exit 2 containerfs run --store "$S" com.example.notes --sandbox -- true
+[[ $_OUT == *"run's options go before ID (--sandbox comes after it"* ]] || _fail "option after ID: $_OUT"
+_assert_output "a -- b" containerfs run --store "$S" com.example.notes -- echo a -- b
