@@ -12,9 +12,9 @@ final class ChangeLog: Sendable {
 
     var hooks: StoreChangeHooks {
         StoreChangeHooks(
-            entry: { parent, name, change in
-                try change()
-                self.entries.withLock { $0.append("entry \(parent) \(name)") }
+            entry: { change, body in
+                try body()
+                self.entries.withLock { $0.append("entry \(change.parent) \(change.name) \(change.path) \(change.deleting)") }
             },
             announce: { path, appeared in self.entries.withLock { $0.append("\(appeared ? "appeared" : "deleted") \(path)") } },
             isOpen: { inode in self.open.withLock { $0.contains(inode) } })
@@ -73,7 +73,7 @@ struct ContainerLifecycleTests {
             #expect(st.st_mode & 0o7777 == 0o640)
             #expect(st.st_mtim.tv_sec == 2_000_000 && st.st_mtim.tv_nsec == 7)
         }
-        #expect(log.entries.withLock { $0 } == ["entry \(inode(inbox)) source.txt",
+        #expect(log.entries.withLock { $0 } == ["entry \(inode(inbox)) source.txt containers/com.example.notes/Documents/Inbox/source.txt false",
                                                 "appeared containers/com.example.notes/Documents/Inbox/source.txt"])
         #expect(try FileManager.default.contentsOfDirectory(atPath: t.storePath(".staging")).isEmpty)
     }

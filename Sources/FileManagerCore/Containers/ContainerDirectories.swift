@@ -1,19 +1,30 @@
 import Glibc
 import SystemPackage
 
+/// A change of one entry that a core operation makes to the store.
+public struct EntryChange: Sendable {
+    /// The directory's backing inode number (its FUSE node id) and the entry's name.
+    public var parent: UInt64
+    public var name: FilePath.Component
+    /// The entry's path relative to the mount.
+    public var path: FilePath
+    /// It goes (a purge); else it appears.
+    public var deleting: Bool
+}
+
 /// How the daemon publishes a change it makes to the store itself (not through a kernel
-/// request): `entry` runs the change of the entry `name` in the directory whose backing
-/// inode is `parent` (so the store watcher takes its echo for the daemon's own, and the
-/// kernel forgets what it cached); `announce` tells presenters, with the mount-relative
-/// path and whether the item appeared (else it went). The CLI on an unmounted store needs
-/// neither: `.direct` runs the change as it is.
+/// request): `entry` runs the change as a coordinated write, expected by the store watcher
+/// as the daemon's own, with the kernel told to forget what it cached (DESIGN.md 39);
+/// `announce` tells presenters after it, with the mount-relative path and whether the item
+/// appeared (else it went). The CLI on an unmounted store needs none of this: `.direct`
+/// runs the change as it is.
 public struct StoreChangeHooks: Sendable {
-    public var entry: @Sendable (_ parent: UInt64, _ name: FilePath.Component, _ change: () throws -> Void) throws -> Void
+    public var entry: @Sendable (_ change: EntryChange, _ body: () throws -> Void) throws -> Void
     public var announce: @Sendable (_ path: FilePath, _ appeared: Bool) -> Void
     /// Whether the item with this backing inode is open through the mount.
     public var isOpen: @Sendable (_ inode: UInt64) -> Bool
 
-    public init(entry: @escaping @Sendable (UInt64, FilePath.Component, () throws -> Void) throws -> Void,
+    public init(entry: @escaping @Sendable (EntryChange, () throws -> Void) throws -> Void,
                 announce: @escaping @Sendable (FilePath, Bool) -> Void,
                 isOpen: @escaping @Sendable (UInt64) -> Bool) {
         self.entry = entry
@@ -21,15 +32,19 @@ public struct StoreChangeHooks: Sendable {
         self.isOpen = isOpen
     }
 
-    public static let direct = StoreChangeHooks(entry: { _, _, change in try change() }, announce: { _, _ in }, isOpen: { _ in false })
+    public static let direct = StoreChangeHooks(entry: { _, body in try body() }, announce: { _, _ in }, isOpen: { _ in false })
 
-    /// Runs `change` through `entry`, keeping its typed error.
-    func changing(_ parent: CInt, _ name: FilePath.Component, _ change: () throws(Errno) -> Void) throws(Errno) {
+    /// Runs `change` of the entry `name` of `parent`, known as `path`, through `entry`;
+    /// errors other than the change's own (a coordination failure) keep their errno.
+    func changing(_ parent: CInt, _ name: FilePath.Component, at path: FilePath, deleting: Bool = false,
+                  _ change: () throws(Errno) -> Void) throws(Errno) {
         let inode = (try? Syscall.fstat(parent)).map { UInt64($0.st_ino) } ?? 0
         do {
-            try entry(inode, name) { try change() }
+            try entry(EntryChange(parent: inode, name: name, path: path, deleting: deleting)) { try change() }
         } catch let error as Errno {
             throw error
+        } catch let error as FileManagerError {
+            throw error.errno
         } catch {
             throw .ioError
         }

@@ -77,20 +77,21 @@ extension ContainerRegistry {
 
         for n in 1...CollisionNames.limit {
             let name = CollisionNames.candidate(baseName, n)
+            let path = FilePath("containers/\(id)/Documents/Inbox").appending(name)
             do {
-                try hooks.changing(inbox, name) { () throws(Errno) in
+                try hooks.changing(inbox, name, at: path) { () throws(Errno) in
                     try staged.withName { s throws(Errno) in
                         try name.withName { d throws(Errno) in try Syscall.renameat2(store.stagingFD, s, inbox, d, RENAME_NOREPLACE) }
                     }
                 }
                 published = true
                 store.syncDirectory(inbox)
-                hooks.announce(FilePath("containers/\(id)/Documents/Inbox").appending(name), true)
+                hooks.announce(path, true)
                 return name
             } catch .fileExists {
                 continue
             } catch {
-                throw FileManagerError(error, path: "containers/\(id)/Documents/Inbox/\(name)")
+                throw FileManagerError(error, path: path.string)
             }
         }
         throw .itemExists("containers/\(id)/Documents/Inbox/\(baseName): \(CollisionNames.limit) names taken")

@@ -19,7 +19,7 @@ extension ContainerRegistry {
         let parent = FilePath("containers/\(id)/\(Self.temporaryItems)")
         let items: FilePath.Component = "TemporaryItems"
         do {
-            try hooks.changing(tmp, items) { () throws(Errno) in
+            try hooks.changing(tmp, items, at: parent) { () throws(Errno) in
                 do throws(Errno) {
                     try Credentials.asCaller(caller) { () throws(Errno) in try Syscall.mkdirat(tmp, "TemporaryItems", 0o700) }
                 } catch .fileExists {
@@ -37,7 +37,7 @@ extension ContainerRegistry {
             let text = n == 1 ? base : "\(base) \(n)"
             guard let name = FilePath.Component(text) else { throw .invalidArgument(text) }
             do {
-                try hooks.changing(itemsFD, name) { () throws(Errno) in
+                try hooks.changing(itemsFD, name, at: parent.appending(name)) { () throws(Errno) in
                     try Credentials.asCaller(caller) { () throws(Errno) in
                         try text.withName { p throws(Errno) in
                             try Syscall.mkdirat(itemsFD, p, 0o700)

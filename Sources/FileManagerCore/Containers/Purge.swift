@@ -105,7 +105,7 @@ extension ContainerRegistry {
     private func remove(_ dir: CInt, _ name: FilePath.Component, at path: FilePath, hooks: StoreChangeHooks) -> Bool {
         let doomed = stagingName("purged")
         do {
-            try hooks.changing(dir, name) { () throws(Errno) in
+            try hooks.changing(dir, name, at: path, deleting: true) { () throws(Errno) in
                 try name.withName { s throws(Errno) in
                     try doomed.withName { d throws(Errno) in try Syscall.renameat2(dir, s, store.stagingFD, d, RENAME_NOREPLACE) }
                 }

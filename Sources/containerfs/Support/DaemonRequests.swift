@@ -162,15 +162,18 @@ struct DaemonRequests: Sendable {
         return p
     }
 
-    /// How a core operation's own changes of the store are published: each expected as the
-    /// daemon's own by the store watcher, dropped from the kernel's caches, announced to
-    /// presenters; open items are those the kernel holds open handles on.
+    /// How a core operation's own changes of the store are published (DESIGN.md 39): each a
+    /// coordinated write by the caller's process, expected as the daemon's own by the store
+    /// watcher, dropped from the kernel's caches, announced to presenters; open items are
+    /// those the kernel holds open handles on.
     private func changeHooks(_ caller: Caller) -> StoreChangeHooks {
         let volume = volume, coordination = coordination
         return StoreChangeHooks(
-            entry: { parent, name, change in
-                defer { volume.announceEntryChange(parent: parent, name: name) }
-                try name.withPlatformString { p in try volume.expectingOwnEntry(parent: parent, p) { try change() } }
+            entry: { change, body in
+                try coordination.coordinatingWrite(change.path, options: change.deleting ? .forDeleting : [], caller: caller) {
+                    defer { volume.announceEntryChange(parent: change.parent, name: change.name) }
+                    try change.name.withPlatformString { p in try volume.expectingOwnEntry(parent: change.parent, p) { try body() } }
+                }
             },
             announce: { path, appeared in
                 let absolute = FilePath("/").pushing(path)

@@ -47,6 +47,7 @@ mkdir "$C/tmp/e"
 printf '12' >"$C/tmp/e/open"
 printf '123' >"$C/tmp/e/closed"
 _watch tmp "$C/tmp"
+_watch g "$C/tmp/g"
 exec 7<"$C/tmp/e/open"
 # Removed: d, d/f, g, e/closed (4 items, 4+3+3 bytes); kept: e/open and e.
 _assert_output "freed 4 items, 10 bytes; kept 2 in use (open through the mount)" containerfs purge com.example.notes --tmp --store "$S"
@@ -58,6 +59,8 @@ _assert_output $'d\ng' fsop listdir "$C/Library/Caches"
 WANT=$'subitemDidDelete d\nsubitemDidDelete e/closed\nsubitemDidDelete g'
 _wait_for 10 eval '[[ $(_events tmp "$C/tmp" | grep -E "$EV" | sort) == "$WANT" ]]' ||
     _fail "presenter of tmp: expected"$'\n'"$WANT"$'\n'"got"$'\n'"$(_events tmp "$C/tmp")"
+# A coordinated write for deleting: the file's presenter is asked to accommodate it first.
+_expect_events g $'request accommodateDeletion,relinquishToWriter g\ndidDelete g' "$C/tmp"
 exec 7<&-
 _assert_output "freed 5 items, 12 bytes" containerfs purge com.example.notes --store "$S"
 _assert_output "" fsop listdir "$C/tmp"
