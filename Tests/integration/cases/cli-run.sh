@@ -72,3 +72,24 @@ _assert_eq "containerfs: containers/com.example.notes: only its owner (uid 0) or
 _assert_exit 2 containerfs run --store "$S" com.example.notes --sandbox -- true
 [[ $_OUT == *"run's options go before ID (--sandbox comes after it"* ]] || _fail "option after ID: $_OUT"
 _assert_output "a -- b" containerfs run --store "$S" com.example.notes -- echo a -- b
+
+# MARK: a user's run is recorded by the daemon; nobody marks another's process
+rm -f "$UC/Documents/ready"
+# _as_user's command line, without the function: $! must be the run itself.
+setpriv --reuid="$U1_UID" --regid="$U1_GID" --clear-groups --inh-caps=-all -- env HOME=/ PATH="$_CFS_USER_PATH" \
+    containerfs run --store "$S" org.example.user -- sh -c 'touch "$HOME/Documents/ready"; exec sleep 30' &
+RUN=$!
+_CFS_PIDS+=("$RUN")
+_wait_for 10 test -e "$UC/Documents/ready" || _fail "the user's program did not start"
+CHILD=$(pgrep -P "$RUN")
+_assert_output "$(printf '%s\n' "$RUN" "$CHILD" | sort -n)" sqlite3 "$S/containerfs.db" \
+    "SELECT pid FROM container_runs WHERE container = 'org.example.user' AND pid IN ($RUN, $CHILD) ORDER BY pid"
+USE='import json, socket, sys
+s = socket.socket(socket.AF_UNIX); s.connect(sys.argv[1]); s.settimeout(10); f = s.makefile()
+s.sendall((json.dumps({"v": 1, "id": 1, "op": "container.use", "args": {"id": sys.argv[2], "pid": sys.argv[3]}}) + "\n").encode())
+r = json.loads(f.readline()); print(r["ok"], r.get("errno"), r.get("error"))'
+_assert_output "False 22 pid 1: not a child of the calling process: invalid argument" _as_user "$U1" "$PY" -c "$USE" "$S/control.sock" org.example.user 1
+_assert_output "False 13 containers/com.example.notes: only its owner (uid 0) or root may run programs in it: permission denied" _as_user "$U1" "$PY" -c "$USE" "$S/control.sock" com.example.notes "$RUN"
+kill "$RUN"
+rc=0; wait "$RUN" || rc=$?
+_assert_eq 143 "$rc" "the user's run after SIGTERM"
