@@ -114,7 +114,6 @@ struct ContainerCommand: ParsableCommand {
                 throw ValidationError("unknown directory '\(directory)' (home, bundle, documents, inbox, library, application-support, caches, preferences, tmp, item-replacement)")
             }
             if item != nil && directory != "item-replacement" { throw ValidationError("--for goes with --directory item-replacement") }
-            try DaemonRequests.validateIdentifier(id)
         }
 
         func run() throws {
