@@ -3,7 +3,7 @@
 # The Swift toolchain itself is expected on PATH. Idempotent; quiet when all is there.
 set -euo pipefail
 packages=(libfuse3-dev fuse3 libsqlite3-dev sqlite3 pkg-config python3 attr acl util-linux
-          trash-cli fio jq linux-perf psmisc procps xfsprogs bsdextrautils strace)
+          trash-cli fio jq linux-perf psmisc procps xfsprogs bsdextrautils strace bubblewrap)
 missing=()
 for p in "${packages[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

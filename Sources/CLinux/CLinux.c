@@ -6,7 +6,9 @@
 #include <poll.h>
 #include <sys/ioctl.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <spawn.h>
+#include <sys/wait.h>
 #include <stdio.h>
 #include <unistd.h>
 #include <linux/capability.h>
@@ -167,4 +169,34 @@ void clinux_name_this_thread(const char *name) {
     strncpy(cut, name, sizeof cut - 1);
     cut[sizeof cut - 1] = 0;
     pthread_setname_np(pthread_self(), cut);
+}
+
+static volatile sig_atomic_t forwarded_child;
+
+static void forward_signal(int sig, siginfo_t *info, void *context) {
+    (void)context;
+    /* SI_USER, SI_QUEUE, SI_TKILL: from a process; a terminal's (SI_KERNEL) reached the child too. */
+    if (info->si_code <= 0 && forwarded_child > 0) kill(forwarded_child, sig);
+}
+
+int clinux_forward_signals(int child) {
+    forwarded_child = child;
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_sigaction = forward_signal;
+    sa.sa_flags = SA_SIGINFO | SA_RESTART;
+    sigemptyset(&sa.sa_mask);
+    int signals[] = {SIGINT, SIGTERM, SIGHUP};
+    for (unsigned i = 0; i < sizeof signals / sizeof *signals; i++)
+        if (sigaction(signals[i], &sa, NULL) != 0) return -1;
+    return 0;
+}
+
+int clinux_wait_status(int child) {
+    int status;
+    while (waitpid(child, &status, 0) < 0)
+        if (errno != EINTR) return 1;
+    if (WIFEXITED(status)) return WEXITSTATUS(status);
+    if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
+    return 1;
 }

@@ -14,8 +14,8 @@ struct ContainerFSCommand: ParsableCommand {
         abstract: "App containers, a trash and published snapshots as one mounted file system.",
         version: version,
         subcommands: [
-            MountCommand.self, UnmountCommand.self, ContainerCommand.self,
-            CoordinateCommand.self, WatchCommand.self, UnmountWhenGoneCommand.self,
+            MountCommand.self, UnmountCommand.self, ContainerCommand.self, InboxCommand.self,
+            PurgeCommand.self, ExcludeCommand.self, RunCommand.self, CoordinateCommand.self, WatchCommand.self, UnmountWhenGoneCommand.self,
         ],
         defaultSubcommand: MountCommand.self
     )

@@ -115,4 +115,10 @@ int clinux_become_subreaper(void);
 /* Names the calling thread (its first 15 bytes: the kernel's limit). */
 void clinux_name_this_thread(const char *name);
 
+/* `containerfs run`: SIGINT, SIGTERM and SIGHUP sent to this process with kill(2) are
+   sent on to `child`; those the terminal sends already reach it (same process group). */
+int clinux_forward_signals(int child);
+/* Waits for `child` (retrying EINTR); its exit status, or 128 + the signal that killed it. */
+int clinux_wait_status(int child);
+
 #endif

@@ -212,27 +212,9 @@ public struct ContainerRegistry: Sendable {
     }
 
     /// Purges every container's `tmp/` of entries not modified for `age` seconds (SPEC §1:
-    /// at mount, items older than 3 days). Returns how many entries went.
+    /// at mount, items older than 3 days; nothing is open then). Returns how many items went.
     @discardableResult
     public func purgeTemporaryItems(olderThan age: Double) -> Int {
-        let cutoff = Double(time(nil)) - age
-        var removed = 0
-        for r in list() {
-            // One component at a time, never following a link (SPEC §6).
-            guard let container = try? r.id.withCString({ p throws(Errno) in
-                try Syscall.openat(store.containersFD, p, O_PATH | O_DIRECTORY | O_NOFOLLOW)
-            }) else { continue }
-            defer { Syscall.close(container) }
-            guard let tmp = try? Syscall.openat(container, "tmp", O_PATH | O_DIRECTORY | O_NOFOLLOW) else { continue }
-            defer { Syscall.close(tmp) }
-            guard let stream = try? DirectoryStream.open(tmp), let names = try? stream.allNames() else { continue }
-            for name in names {
-                name.withPlatformString { p in
-                    guard let st = try? Syscall.fstatat(tmp, p), Double(st.st_mtim.tv_sec) < cutoff else { return }
-                    if (try? TreeRemoval.remove(tmp, p)) != nil { removed += 1 }
-                }
-            }
-        }
-        return removed
+        (try? purge(nil, areas: .tmp, caller: Caller(uid: 0, gid: 0), olderThan: age))?.items ?? 0
     }
 }

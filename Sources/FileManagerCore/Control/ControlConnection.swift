@@ -67,7 +67,7 @@ public final class ControlConnection: @unchecked Sendable {
 public struct ControlPush: Codable, Sendable {
     public var v: Int = ControlRequest.version
     /// didChange, didMove, subitemDidAppear, subitemDidChange, subitemDidMove, didDelete,
-    /// subitemDidDelete, resync.
+    /// subitemDidDelete, resync; `progress` for a request under way.
     public var event: String?
     /// The id to answer with `presenter.answer`.
     public var request: Int?
@@ -79,9 +79,13 @@ public struct ControlPush: Codable, Sendable {
     public var to: String?
     public var uncoordinated: Bool?
     public var time: String?
+    /// `progress` events of a long request (`inbox.deliver`): bytes done of `total`.
+    public var done: Int64?
+    public var total: Int64?
 
     public init(event: String? = nil, request: Int? = nil, steps: [String]? = nil, presenter: Int? = nil,
-                path: String? = nil, to: String? = nil, uncoordinated: Bool? = nil, time: String? = nil) {
+                path: String? = nil, to: String? = nil, uncoordinated: Bool? = nil, time: String? = nil,
+                done: Int64? = nil, total: Int64? = nil) {
         self.event = event
         self.request = request
         self.steps = steps
@@ -90,5 +94,7 @@ public struct ControlPush: Codable, Sendable {
         self.to = to
         self.uncoordinated = uncoordinated
         self.time = time
+        self.done = done
+        self.total = total
     }
 }

@@ -119,4 +119,6 @@ public final class Item: @unchecked Sendable {
     public var isSymlink: Bool { type == S_IFLNK }
     public var isRegularFile: Bool { type == S_IFREG }
     public var isVirtual: Bool { fd < 0 }
+    /// Whether a file handle of the mount is open on it.
+    public var isOpen: Bool { openHandles.load(ordering: .relaxed) > 0 }
 }

@@ -94,11 +94,14 @@ struct ContainerCommand: ParsableCommand {
 
     struct Path: ParsableCommand {
         static let configuration = CommandConfiguration(
-            abstract: "Print a container directory under the live mount (like URLsForDirectory).")
+            abstract: "Print a container directory under the live mount (like URLsForDirectory).",
+            discussion: "item-replacement makes a fresh private directory in the container (of --for's item, when given) and prints it.")
         @OptionGroup var store: StoreOption
         @Argument(help: "Bundle identifier.") var id: String
-        @Option(help: "home, bundle, documents, inbox, library, application-support, caches, preferences, tmp.")
+        @Option(help: "home, bundle, documents, inbox, library, application-support, caches, preferences, tmp, item-replacement.")
         var directory: String = "home"
+        @Option(name: .customLong("for"), help: "With item-replacement: the item to be replaced (a path under the mount).")
+        var item: String?
 
         static let relative: [String: String?] = [
             "home": nil, "documents": "Documents", "inbox": "Documents/Inbox", "library": "Library",
@@ -107,14 +110,31 @@ struct ContainerCommand: ParsableCommand {
         ]
 
         func validate() throws {
-            guard directory == "bundle" || Self.relative[directory] != nil else {
-                throw ValidationError("unknown directory '\(directory)' (home, bundle, documents, inbox, library, application-support, caches, preferences, tmp)")
+            guard directory == "bundle" || directory == "item-replacement" || Self.relative[directory] != nil else {
+                throw ValidationError("unknown directory '\(directory)' (home, bundle, documents, inbox, library, application-support, caches, preferences, tmp, item-replacement)")
             }
+            if item != nil && directory != "item-replacement" { throw ValidationError("--for goes with --directory item-replacement") }
         }
 
         func run() throws {
             try failing {
-                let id = try DaemonRequests.identifier(id)
+                var id = try DaemonRequests.identifier(id)
+                if directory == "item-replacement" {
+                    let client: ControlClient
+                    if let item {
+                        let target = try MountPath(item)
+                        id = try Self.container(of: target)
+                        client = try target.connect()
+                    } else {
+                        guard case .daemon(let c) = try store.access(exclusive: false) else {
+                            throw CommandFailure("\(store.path): no live mount of this store (paths are answered under the mount)")
+                        }
+                        client = c
+                    }
+                    let r = try client.call("container.itemReplacement", ["id": id.rawValue]).checked()
+                    FileHandleOutput.standardOutput("\(r.result?["path"] ?? "")\n")
+                    return
+                }
                 guard case .daemon(let client) = try store.access(exclusive: false) else {
                     throw CommandFailure("\(store.path): no live mount of this store (paths are answered under the mount)")
                 }
@@ -129,6 +149,19 @@ struct ContainerCommand: ParsableCommand {
                 }
                 FileHandleOutput.standardOutput("\(path)\n")
             }
+        }
+
+        /// The container holding the item to be replaced: a snapshot cannot be replaced
+        /// into (EROFS), and an item outside every container has no container's volume.
+        static func container(of target: MountPath) throws -> BundleIdentifier {
+            let components = target.relative.components.map(\.string)
+            if components.first == "snapshots" {
+                throw CommandFailure("\(target.absolute): \(Errno.readOnlyFileSystem) (snapshots never change; no item in them can be replaced)")
+            }
+            guard components.count >= 2, components[0] == "containers", let id = BundleIdentifier(components[1]) else {
+                throw CommandFailure("\(target.absolute): not inside a container (an item replacement directory is made in the container of the item to replace)")
+            }
+            return id
         }
     }
 }

@@ -1,3 +1,4 @@
+import ArgumentParser
 import FUSEBridge
 import FileManagerCore
 import Foundation
@@ -42,6 +43,46 @@ struct DaemonRequests: Sendable {
                 guard caller.isRoot || caller.uid == owner else { throw FileManagerError.permissionDenied("containers/\(id)") }
                 try changingContainerEntry(id) { try volume.registry.remove(id) }
                 coordination.center.announce(.deleted(FilePath("/containers/\(id)")), by: coordination.purposes.purpose(ofThread: caller.pid))
+                return ControlResponse(id: request.id, ok: true)
+            case "inbox.deliver":
+                let id = try Self.identifier(request.args["id"])
+                guard let file = request.args["file"], file.hasPrefix("/") else {
+                    throw FileManagerError.invalidArgument("file: an absolute path is needed")
+                }
+                var last = Int64(-1)
+                let name = try volume.registry.deliver(FilePath(file), to: id, caller: caller, hooks: changeHooks(caller)) { done, total in
+                    // A push per 1% at most: a slow terminal must not slow the copy.
+                    guard request.args["progress"] == "1", done == total || done - last >= max(total / 100, 1) else { return }
+                    last = done
+                    connection.send(ControlPush(event: "progress", path: file, done: done, total: total))
+                }
+                let path = mountPoint.appending("containers/\(id)/Documents/Inbox").appending(name)
+                return ControlResponse(id: request.id, ok: true, result: ["path": path.string])
+            case "purge":
+                let ids = try request.args["id"].map { raw throws(FileManagerError) in [try Self.identifier(raw)] }
+                var areas: PurgeAreas = []
+                if request.args["tmp"] == "1" { areas.insert(.tmp) }
+                if request.args["caches"] == "1" { areas.insert(.caches) }
+                let report = try volume.registry.purge(ids, areas: areas.isEmpty ? .all : areas, caller: caller,
+                                                       hooks: changeHooks(caller))
+                return ControlResponse(id: request.id, ok: true,
+                                       result: ["items": "\(report.items)", "bytes": "\(report.bytes)", "skipped": "\(report.skipped)"])
+            case "container.itemReplacement":
+                let id = try Self.identifier(request.args["id"])
+                let path = try volume.registry.makeItemReplacementDirectory(in: id, caller: caller, hooks: changeHooks(caller))
+                return ControlResponse(id: request.id, ok: true, result: ["path": mountPoint.pushing(path).string])
+            case "container.use":
+                let id = try Self.identifier(request.args["id"])
+                try volume.registry.authorize(caller, id, to: "run programs in it")
+                var pid = caller.pid
+                if let raw = request.args["pid"] {
+                    // Only the client itself or a child of it: nobody marks another's process.
+                    guard let child = pid_t(raw), ContainerRegistry.parent(of: child) == caller.pid else {
+                        throw FileManagerError.invalidArgument("pid \(raw): not a child of the calling process")
+                    }
+                    pid = child
+                }
+                try volume.registry.recordRun(of: id, pid: pid)
                 return ControlResponse(id: request.id, ok: true)
             case "presenter.register":
                 let path = try path(request.args["path"])
@@ -106,6 +147,11 @@ struct DaemonRequests: Sendable {
         return id
     }
 
+    /// A bundle identifier given on the command line: an invalid one is a usage error (2).
+    static func validateIdentifier(_ raw: String) throws {
+        do { _ = try identifier(raw) } catch { throw ValidationError(error.path) }
+    }
+
     /// A mount-relative path, or an absolute one under this mount.
     func path(_ raw: String?) throws(FileManagerError) -> FilePath {
         guard let raw, !raw.isEmpty else { throw .invalidArgument("path: missing") }
@@ -114,6 +160,27 @@ struct DaemonRequests: Sendable {
             guard p.removePrefix(mountPoint) else { throw .invalidArgument("\(raw): not under \(mountPoint)") }
         }
         return p
+    }
+
+    /// How a core operation's own changes of the store are published (DESIGN.md 39): each a
+    /// coordinated write by the caller's process, expected as the daemon's own by the store
+    /// watcher, dropped from the kernel's caches, announced to presenters; open items are
+    /// those the kernel holds open handles on.
+    private func changeHooks(_ caller: Caller) -> StoreChangeHooks {
+        let volume = volume, coordination = coordination
+        return StoreChangeHooks(
+            entry: { change, body in
+                try coordination.coordinatingWrite(change.path, options: change.deleting ? .forDeleting : [], caller: caller) {
+                    defer { volume.announceEntryChange(parent: change.parent, name: change.name) }
+                    try change.name.withPlatformString { p in try volume.expectingOwnEntry(parent: change.parent, p) { try body() } }
+                }
+            },
+            announce: { path, appeared in
+                let absolute = FilePath("/").pushing(path)
+                coordination.center.announce(appeared ? .appeared(absolute) : .deleted(absolute),
+                                             by: coordination.purposes.purpose(ofThread: caller.pid))
+            },
+            isOpen: { inode in volume.items.item(inode)?.isOpen ?? false })
     }
 
     /// Runs a change of `containers/ID` made by the daemon itself, so that its echo from the

@@ -12,7 +12,7 @@ _assert_exit 0 containerfs help mount
 _assert_exit 0 containerfs help container create
 # help of a word that names no subcommand is a usage error (it printed the nearest help, exit 0)
 _assert_exit 2 containerfs help nosuch
-[[ $_OUT == *"'nosuch' is not a subcommand of containerfs (mount, unmount, container, coordinate, watch)"* ]] || _fail "help nosuch: $_OUT"
+[[ $_OUT == *"'nosuch' is not a subcommand of containerfs (mount, unmount, container, inbox, purge, exclude, run, coordinate, watch)"* ]] || _fail "help nosuch: $_OUT"
 _assert_exit 2 containerfs help container nosuch
 [[ $_OUT == *"'nosuch' is not a subcommand of container (create, list, remove, path)"* ]] || _fail "help container nosuch: $_OUT"
 _assert_exit 0 containerfs mount --help
@@ -24,6 +24,10 @@ for sub in create list remove path; do
     _assert_exit 0 containerfs container "$sub" --help
 done
 _assert_exit 0 containerfs unmount --help
+for sub in "inbox deliver" purge exclude run; do
+    # shellcheck disable=SC2086
+    _assert_exit 0 containerfs $sub --help
+done
 
 # MARK: operation failed: 1, message on stderr naming the path and the reason, stdout empty
 check_failure() {   # check_failure NEEDLE CMD...
@@ -71,7 +75,7 @@ usage containerfs container path com.example.x --directory no-such-directory --s
 # the command that would make such a store, and nothing is made or mounted.
 cd "$TEST_TMP"
 _assert_exit 2 containerfs stauts "$TEST_MNT"
-[[ $_OUT == *"'stauts' is not a subcommand (mount, unmount, container, coordinate, watch, help), nor an existing store directory; to make a new store named stauts here: containerfs mount stauts $TEST_MNT"* ]] ||
+[[ $_OUT == *"'stauts' is not a subcommand (mount, unmount, container, inbox, purge, exclude, run, coordinate, watch, help), nor an existing store directory; to make a new store named stauts here: containerfs mount stauts $TEST_MNT"* ]] ||
     _fail "unclear refusal: $_OUT"
 [[ ! -e $TEST_TMP/stauts ]] || _fail "a store named stauts was made"
 _assert_eq "" "$(_mount_fstype "$TEST_MNT")" "nothing mounted after the refusal"

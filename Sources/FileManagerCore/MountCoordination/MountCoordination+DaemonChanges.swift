@@ -1,0 +1,34 @@
+import Dispatch
+import Synchronization
+import SystemPackage
+
+extension MountCoordination {
+    /// Runs `body`, a change the daemon makes to the store for a CLI command (a delivery, a
+    /// purge), as a coordinated write on `path` (relative to the mount) by `caller`'s
+    /// process: presenters are asked first (to save, or to accommodate a deletion) and
+    /// conflicting claims waited for, up to the content deadline (then EBUSY). A caller
+    /// inside a `coordinate` session is not blocked by its own claim.
+    public func coordinatingWrite<R>(_ path: FilePath, options: CoordinatedWritingOptions, caller: Caller,
+                                     _ body: () throws -> R) throws -> R {
+        let relative = VolumeClaimResolver.relative(path)
+        let resolved = center.resolver.target(for: relative, resolvingSymlink: false)
+        let claim = Claim(target: resolved.target, writing: options, path: relative)
+        beginDemand()
+        defer { endDemand() }
+        let done = DispatchSemaphore(value: 0)
+        let outcome = Mutex<Result<CoordinatedAccess, CoordinationError>?>(nil)
+        center.beginAccess([claim], purpose: purposes.purpose(ofThread: caller.pid), accessorUID: caller.uid,
+                           deadline: ContinuousClock.now + contentDeadline) { result in
+            outcome.withLock { $0 = result }
+            done.signal()
+        }
+        done.wait()
+        switch outcome.withLock({ $0! }) {
+        case .failure(let error):
+            throw FileManagerError(error.errno, path: relative.string)
+        case .success(let access):
+            defer { access.end() }
+            return try body()
+        }
+    }
+}
