@@ -1,7 +1,7 @@
 import ArgumentParser
 import Glibc
 
-/// `containerfs`: mounts a store and manages what lives in it (SPEC §2).
+/// `containerfs`: mounts a store and manages what lives in it (docs/SEMANTICS.md §2).
 ///
 /// With no subcommand, the arguments are those of `mount`, which is how mount(8) and
 /// fstab call a FUSE file system (`mount.fuse3` runs `containerfs STORE MNT -o OPTS`).
@@ -20,7 +20,7 @@ struct ContainerFSCommand: ParsableCommand {
         defaultSubcommand: MountCommand.self
     )
 
-    /// SPEC §2's exit codes: 0 success, 1 failure, **2 usage error** (swift-argument-parser
+    /// docs/SEMANTICS.md §2's exit codes: 0 success, 1 failure, **2 usage error** (swift-argument-parser
     /// answers usage errors with 64, EX_USAGE).
     static func main() {
         refuseInvalidUTF8()

@@ -5,7 +5,7 @@ import SystemPackage
 
 /// The mounted tree as POSIX sees it, built on the store: the primitives the FUSE bridge
 /// calls one for one (lookup, create, rename with flags, single-item unlink, unfiltered
-/// listing), with SPEC §1's per-area policy enforced before any system call.
+/// listing), with docs/SEMANTICS.md §1's per-area policy enforced before any system call.
 ///
 /// Items are addressed by `Item` (one per backing inode, holding an `O_PATH` descriptor);
 /// names are single path components as bytes. Nothing here knows about FUSE.
@@ -117,7 +117,7 @@ public final class Volume: Sendable {
     // MARK: - Lookup
 
     /// Finds `name` in `parent` and returns its item with one more client reference, and its
-    /// attributes. Never blocks on coordination (SPEC §3).
+    /// attributes. Never blocks on coordination (docs/SEMANTICS.md §3).
     public func lookup(_ parent: Item, _ name: UnsafePointer<CChar>) throws(Errno) -> (Item, stat) {
         if strlen(name) > 255 { throw .fileNameTooLong }
         if parent.isVirtual { return try lookupInRoot(name) }

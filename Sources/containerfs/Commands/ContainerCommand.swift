@@ -37,7 +37,7 @@ struct ContainerCommand: ParsableCommand {
             }
         }
 
-        /// What the copy left out of the bundle (SPEC §4's rule for snapshots: FIFOs,
+        /// What the copy left out of the bundle (docs/SEMANTICS.md §4's rule for snapshots: FIFOs,
         /// sockets and devices are skipped with a warning); the command still succeeds.
         static func warn(_ message: String) {
             FileHandleOutput.standardError("containerfs: warning: \(message)\n")
@@ -134,7 +134,7 @@ struct ContainerCommand: ParsableCommand {
 }
 
 /// `--store PATH` and how to reach it: through a live daemon's control socket, or directly
-/// under the store lock when no daemon serves it (SPEC §2).
+/// under the store lock when no daemon serves it (docs/SEMANTICS.md §2).
 struct StoreOption: ParsableArguments {
     @Option(name: .customLong("store"), help: "The store (default ~/.local/share/containerfs).")
     var storePath: String?

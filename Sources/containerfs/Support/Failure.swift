@@ -2,7 +2,7 @@ import ArgumentParser
 import FileManagerCore
 import Glibc
 
-/// Ends a command with SPEC §2's contract: the message (naming the path and the reason)
+/// Ends a command with docs/SEMANTICS.md §2's contract: the message (naming the path and the reason)
 /// on stderr, exit status 1. Usage errors stay ArgumentParser's (exit status 2).
 struct CommandFailure: Error, CustomStringConvertible {
     let description: String

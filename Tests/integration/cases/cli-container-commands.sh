@@ -1,7 +1,7 @@
 # `containerfs container create ID [--bundle DIR]`, `list [--json]`, `remove ID`,
 # `path ID --directory X`: without a mount (on the store, under its lock) and through a
 # live mount's daemon, whose kernel view changes at once; failures exit 1 with a message
-# naming the container or path and the reason (SPEC §2).
+# naming the container or path and the reason (docs/SEMANTICS.md §2).
 . "$(dirname "$0")/../lib/common.sh"
 S=$TEST_STORE M=$TEST_MNT
 
@@ -169,7 +169,7 @@ _assert_output "" fsop listdir "$BS/.staging"
 _assert_output "org.example.linked" fsop listdir "$BS/containers"
 
 # FIFOs, sockets and devices are skipped with a warning naming each (as for snapshots,
-# SPEC §4); the bundle is made. Before, they were skipped in silence.
+# docs/SEMANTICS.md §4); the bundle is made. Before, they were skipped in silence.
 SP=$TEST_TMP/special
 mkdir -p "$SP/sub"
 echo data >"$SP/data"

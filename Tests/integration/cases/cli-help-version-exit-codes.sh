@@ -1,5 +1,5 @@
 # --version and --help; exit codes 0 success, 1 operation failed (message on stderr naming
-# the path and the reason, nothing on stdout), 2 usage error (SPEC §2).
+# the path and the reason, nothing on stdout), 2 usage error (docs/SEMANTICS.md §2).
 . "$(dirname "$0")/../lib/common.sh"
 
 _assert_exit 0 containerfs --version

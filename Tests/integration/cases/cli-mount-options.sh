@@ -4,7 +4,7 @@
 # fsname and subtype reach the kernel, the type is fuse.containerfs; mount(8) works with
 # `-t fuse.containerfs` and fstab-style generic options; bad mount points and options fail
 # with a message naming them; `containerfs unmount` unmounts cleanly, also when the mount
-# point is named through a symbolic link (SPEC §2, issue 2).
+# point is named through a symbolic link (docs/SEMANTICS.md §2, issue 2).
 . "$(dirname "$0")/../lib/common.sh"
 _users
 S=$TEST_STORE M=$TEST_MNT

@@ -1,4 +1,4 @@
-# Nothing can make the daemon create or delete outside the store (SPEC §6: openat with
+# Nothing can make the daemon create or delete outside the store (docs/SEMANTICS.md §6: openat with
 # O_NOFOLLOW, never a path walk): `..` in names, bundle ids with dots, symlinks created
 # through the mount or planted in the store, a directory swapped for a symlink behind the
 # daemon's back, the CLI given `..`. Symlinks followed by the kernel on the caller's behalf
