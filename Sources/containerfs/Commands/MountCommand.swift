@@ -19,7 +19,8 @@ struct MountCommand: ParsableCommand {
         discussion: """
             Options (-o, comma-separated, repeatable): allow_other, default_permissions (on by default), \
             ro, auto_unmount, fsname=NAME, subtype=containerfs (no other: the type is always fuse.containerfs), attr_timeout=S, entry_timeout=S, negative_timeout=S, \
-            threads=N, claim_timeout=S, namespace_timeout=S, presenter_timeout=S, writeback (the kernel caches \
+            threads=N, claim_timeout=S, namespace_timeout=S, presenter_timeout=S, control_timeout=S (idle control-socket \
+            connections close after S seconds; 60), writeback (the kernel caches \
             writes), passthrough (the kernel passes open files' reads and writes straight to the store; kernel \
             6.9 or later, root daemon; not with writeback), uring (requests come through the kernel's \
             io_uring queues, one per CPU, served on the CPU that made them; Linux 6.14 or later with \
@@ -124,7 +125,10 @@ struct MountCommand: ParsableCommand {
             let sessionOptions = FUSESession.Options(mountOptions: options.fuse, pool: pool, ring: ring)
             // Everything that can fail comes before the mount: a failure after it would leave
             // a dead mount ("transport endpoint is not connected").
-            let control = try ControlServer(path: Paths.controlSocket(store.path), logger: Logger(label: "containerfs.control"),
+            var limits = ControlLimits()
+            limits.idleTimeout = options.controlTimeout
+            limits.lineTimeout = min(limits.lineTimeout, options.controlTimeout)
+            let control = try ControlServer(path: Paths.controlSocket(store.path), logger: Logger(label: "containerfs.control"), limits: limits,
                                             handler: DaemonRequests(volume: volume, mountPoint: mountPoint,
                                                                     coordination: coordination, clients: clients, ring: ring).handle)
             try session.mount(options: sessionOptions)

@@ -77,13 +77,13 @@ struct DaemonRequests: Sendable {
                 } else if request.args["mode"] == "write" {
                     var options: CoordinatedWritingOptions = []
                     if let kind = request.args["for"] {
-                        guard let o = kinds[kind] else { throw FileManagerError.invalidArgument("for: \(kind)") }
+                        guard let o = kinds[kind] else { throw FileManagerError.invalidArgument("for: '\(kind)' (deleting, moving, replacing, merging or metadata)") }
                         options = o
                     }
                     id = try coordination.claim(path: path, reading: nil, writing: options, timeout: timeout,
                                                 connection: connection, clients: clients)
                 } else {
-                    throw FileManagerError.invalidArgument("mode: \(request.args["mode"] ?? "")")
+                    throw FileManagerError.invalidArgument("mode: \(request.args["mode"].map { "'\($0)'" } ?? "missing") (read or write)")
                 }
                 return ControlResponse(id: request.id, ok: true, result: ["claim": "\(id)"])
             case "release":
@@ -111,7 +111,11 @@ struct DaemonRequests: Sendable {
         guard let raw, !raw.isEmpty else { throw .invalidArgument("path: missing") }
         var p = FilePath(raw)
         if p.isAbsolute {
-            guard p.removePrefix(mountPoint) else { throw .invalidArgument("\(raw): not under \(mountPoint)") }
+            guard p.removePrefix(mountPoint) else { throw .invalidArgument("path: \(raw): not under \(mountPoint)") }
+        }
+        // `..` could name something outside the mount (`../../etc/passwd`): refused, not resolved.
+        guard !p.components.contains(where: { $0.kind == .parentDirectory }) else {
+            throw .invalidArgument("path: \(raw): '..' leads outside the mount")
         }
         return p
     }

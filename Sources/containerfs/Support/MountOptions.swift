@@ -18,11 +18,14 @@ struct MountOptions {
     /// create and destroy threads).
     var idleThreads: Int?
     var allowOther: Bool?
-    /// Coordination deadlines (reference coordination §8.7): content operations, namespace
+    /// Coordination deadlines (docs/SEMANTICS.md §3.4): content operations, namespace
     /// operations (which hold the kernel's directory locks while they wait), presenters.
     var claimTimeout: Duration = .seconds(30)
     var namespaceTimeout: Duration = .seconds(5)
     var presenterTimeout: Duration = .seconds(5)
+    /// `-o control_timeout=S`: a control connection with nothing in progress and no claim
+    /// or presenter is closed after S idle seconds (DESIGN.md 40).
+    var controlTimeout: Duration = .seconds(60)
     var defaultPermissions = true
     /// The kernel's writeback cache (DESIGN.md, decision 22): off by default, `-o writeback`.
     var writeback = false
@@ -86,6 +89,7 @@ struct MountOptions {
                 case "claim_timeout": claimTimeout = Seconds.duration(try Self.number(option, value))
                 case "namespace_timeout": namespaceTimeout = Seconds.duration(try Self.number(option, value))
                 case "presenter_timeout": presenterTimeout = Seconds.duration(try Self.number(option, value))
+                case "control_timeout": controlTimeout = Seconds.duration(try Self.number(option, value))
                 case "threads": workerThreads = try Self.count(option, value, 1...Self.maxThreads)
                 case "idle_threads": idleThreads = try Self.count(option, value, 0...Self.maxThreads)
                 case _ where value == nil && Self.passedOn.contains(key): fuse.append(option)
