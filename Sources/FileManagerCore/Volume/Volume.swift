@@ -345,7 +345,7 @@ public final class Volume: Sendable {
             let item = try remember(st, in: root, name: name) { () throws(Errno) in
                 try Volume.openMatching(st, dir, storeName, O_PATH | O_DIRECTORY | O_NOFOLLOW)
             }
-            return (item, st)
+            return (item, presented(st, of: item))
         } catch .resourceTemporarilyUnavailable {
             throw .ioError
         }
@@ -374,10 +374,20 @@ public final class Volume: Sendable {
     /// policy, not its mode, decides what else happens there.
     public func attributes(_ item: Item) throws(Errno) -> stat {
         if item.isVirtual { return rootAttributes() }
-        var st = try Syscall.fstat(item.fd)
-        if case .containers = zone(of: item) { st.st_mode = S_IFDIR | 0o1777 }  // see DESIGN.md, decision 5
+        let st = presented(try Syscall.fstat(item.fd), of: item)
         items.linkCounts.note(item.inode, st)
         return st
+    }
+
+    /// The attributes the mount shows for `st` of `item`: the store's, except that
+    /// `containers/` is sticky and world-writable (DESIGN.md, decision 5). Every answer
+    /// about it (GETATTR, LOOKUP, READDIRPLUS) goes through here, so that `stat` shows one
+    /// mode whichever the kernel asked last.
+    func presented(_ st: stat, of item: Item) -> stat {
+        guard case .containers = zone(of: item) else { return st }
+        var shown = st
+        shown.st_mode = S_IFDIR | 0o1777
+        return shown
     }
 
     func rootAttributes() -> stat {
