@@ -12,9 +12,10 @@ struct ContainerFSCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "containerfs",
         abstract: "App containers, a trash and published snapshots as one mounted file system.",
+        discussion: "Exit status: 0 success, 1 the operation failed (stderr names the path and the reason), 2 usage error.",
         version: version,
         subcommands: [
-            MountCommand.self, UnmountCommand.self, ContainerCommand.self,
+            MountCommand.self, UnmountCommand.self, StatusCommand.self, ContainerCommand.self,
             CoordinateCommand.self, WatchCommand.self, UnmountWhenGoneCommand.self,
         ],
         defaultSubcommand: MountCommand.self
@@ -24,6 +25,10 @@ struct ContainerFSCommand: ParsableCommand {
     /// answers usage errors with 64, EX_USAGE).
     static func main() {
         refuseInvalidUTF8()
+        if Array(CommandLine.arguments.dropFirst()) == ["--version"] {  // with the live mounts' protocol
+            FileHandleOutput.standardOutput(StatusCommand.versionText())
+            Glibc.exit(0)
+        }
         do {
             try refuseMistypedSubcommand(Array(CommandLine.arguments.dropFirst()))
             try refuseHelpOfNoSubcommand(Array(CommandLine.arguments.dropFirst()))
@@ -101,12 +106,16 @@ struct ContainerFSCommand: ParsableCommand {
             if argument == "-o" || argument == "--ready-fd" { _ = rest.popFirst() }
             else if !argument.hasPrefix("-") { positional.append(argument) }
         }
-        guard let first = positional.first, positional.count >= 2, !first.contains("/") else { return }
+        // One bare word alone would be taken for a mount point: a stray word, a usage error too.
+        guard let first = positional.first, positional.count <= 2, !first.contains("/") else { return }
         let all = configuration.subcommands.map { ($0.configuration.commandName, $0.configuration.shouldDisplay) }
         guard first != "help", !all.contains(where: { $0.0 == first }) else { return }
         // Last: a stat of the working directory's entry, which may be on a hung mount.
         guard !Paths.isDirectory(Paths.absolute(first)) else { return }
         let names = all.filter(\.1).compactMap(\.0) + ["help"]
+        guard positional.count == 2 else {
+            throw ValidationError("'\(first)' is not a subcommand (\(names.joined(separator: ", "))), nor an existing mount point directory")
+        }
         throw ValidationError("'\(first)' is not a subcommand (\(names.joined(separator: ", "))), nor an existing store directory; to make a new store named \(first) here: containerfs mount \(first) \(positional[1])")
     }
 }

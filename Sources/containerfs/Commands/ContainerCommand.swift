@@ -19,7 +19,7 @@ struct ContainerCommand: ParsableCommand {
 
         func run() throws {
             try failing {
-                let id = try DaemonRequests.identifier(id)
+                let id = try identifierArgument(id)
                 let bundlePath = bundle.map { Paths.absolute($0) }
                 if let bundlePath, !Paths.isDirectory(bundlePath) { throw CommandFailure("\(bundlePath): bundle is not a directory") }
                 switch try store.access(creating: true) {
@@ -81,7 +81,7 @@ struct ContainerCommand: ParsableCommand {
 
         func run() throws {
             try failing {
-                let id = try DaemonRequests.identifier(id)
+                let id = try identifierArgument(id)
                 switch try store.access() {
                 case .daemon(let client): _ = try client.call("container.remove", ["id": id.rawValue]).checked()
                 case .direct(let opened, let lock):
@@ -114,7 +114,7 @@ struct ContainerCommand: ParsableCommand {
 
         func run() throws {
             try failing {
-                let id = try DaemonRequests.identifier(id)
+                let id = try identifierArgument(id)
                 guard case .daemon(let client) = try store.access(exclusive: false) else {
                     throw CommandFailure("\(store.path): no live mount of this store (paths are answered under the mount)")
                 }

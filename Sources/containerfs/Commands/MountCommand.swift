@@ -39,6 +39,9 @@ struct MountCommand: ParsableCommand {
     @Flag(name: .customShort("f"), help: "Stay in the foreground.")
     var foreground = false
 
+    @Flag(name: .customShort("d"), help: "The same as -o debug (libfuse logs every request), as in other FUSE tools.")
+    var debug = false
+
     @Option(name: .customLong("ready-fd"), help: .hidden)
     var readyFD: Int32?
 
@@ -53,10 +56,12 @@ struct MountCommand: ParsableCommand {
 
     func run() throws {
         try failing {
-            guard Paths.isDirectory(mountPoint) else { throw CommandFailure("\(mountPoint): mount point is not an existing directory") }
+            // Options first: a wrong one is a usage error (exit status 2), whatever else is wrong.
+            let options = try MountOptions(givenOptions, store: storePath.string)
+            try Self.checkMountPoint(mountPoint)
             try StoreLocation.requireStoreOrRoom(storePath)
             try Self.refuseOverlap(store: storePath, mountPoint: mountPoint)
-            let options = try MountOptions(options, store: storePath.string)
+            if readyFD == nil { Self.warnIfHiding(mountPoint) }  // once, not again from the daemon
             if foreground || readyFD != nil {
                 try serve(options)
             } else {
@@ -83,7 +88,40 @@ struct MountCommand: ParsableCommand {
         }
     }
 
-    private func options_arguments() -> [String] { options.flatMap { ["-o", $0] } }
+    private func options_arguments() -> [String] { givenOptions.flatMap { ["-o", $0] } }
+
+    /// The `-o` lists, with `-d` as `debug`.
+    var givenOptions: [String] { options + (debug ? ["debug"] : []) }
+
+    /// Refuses a mount point that is not a directory, and one whose FUSE daemon died (the
+    /// kernel answers ENOTCONN there: `mount` said "not an existing directory").
+    static func checkMountPoint(_ mountPoint: FilePath) throws {
+        var st = stat()
+        if stat(mountPoint.string, &st) != 0 && errno == ENOTCONN {
+            let fuse = MountTable.fuseEntry(at: Paths.asMounted(mountPoint.string))
+            let remedy = fuse == nil || fuse?.type == MountTable.type ? "containerfs unmount \(mountPoint)" : "fusermount3 -u \(mountPoint)"
+            throw CommandFailure("\(mountPoint): the daemon of the mount here is gone (transport endpoint is not connected, ENOTCONN): run \(remedy)")
+        }
+        guard Paths.isDirectory(mountPoint) else { throw CommandFailure("\(mountPoint): mount point is not an existing directory") }
+    }
+
+    /// Warns of a mount point that is not empty or already a live ContainerFS mount: the
+    /// new mount hides what is there (mounting goes on, as mount(8) and libfuse 3 do).
+    static func warnIfHiding(_ mountPoint: FilePath) {
+        if let live = MountTable.entry(at: Paths.asMounted(mountPoint.string)) {
+            FileHandleOutput.standardError("containerfs: warning: \(mountPoint): already a live ContainerFS mount (of \(live.source)); the new mount hides it until unmounted\n")
+        } else if let dir = opendir(mountPoint.string) {
+            defer { closedir(dir) }
+            var entries = 0
+            while let e = readdir(dir), entries == 0 {
+                let name = withUnsafeBytes(of: e.pointee.d_name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
+                if name != "." && name != ".." { entries += 1 }
+            }
+            if entries > 0 {
+                FileHandleOutput.standardError("containerfs: warning: \(mountPoint): not empty; what it holds is hidden while the store is mounted there\n")
+            }
+        }
+    }
 
     /// The daemon proper: open and lock the store, mount, report readiness, serve.
     private func serve(_ options: MountOptions) throws {
@@ -130,7 +168,8 @@ struct MountCommand: ParsableCommand {
             limits.lineTimeout = min(limits.lineTimeout, options.controlTimeout)
             let control = try ControlServer(path: Paths.controlSocket(store.path), logger: Logger(label: "containerfs.control"), limits: limits,
                                             handler: DaemonRequests(volume: volume, mountPoint: mountPoint,
-                                                                    coordination: coordination, clients: clients, ring: ring).handle)
+                                                                    coordination: coordination, clients: clients, ring: ring,
+                                                                    about: DaemonAbout(options: givenOptions, bridge: bridge)).handle)
             try session.mount(options: sessionOptions)
             // fusermount3's auto_unmount misses a killed daemon whose connection is not yet
             // aborted when it looks (DESIGN.md 31): the daemon's own watcher does not look.

@@ -13,6 +13,8 @@ struct DaemonRequests: Sendable {
     let clients: MountClients
     /// `-o uring`: how many requests came through the kernel's io_uring queues.
     let ring: RingTransport?
+    /// For `status`: start time, options, versions, counts.
+    let about: DaemonAbout
 
     func handle(_ request: ControlRequest, _ connection: ControlConnection) -> ControlResponse {
         let caller = connection.caller
@@ -22,6 +24,7 @@ struct DaemonRequests: Sendable {
                 var result = ["mountPoint": mountPoint.string, "store": volume.store.path.string, "pid": "\(getpid())",
                               "transport": ring?.isServing == true ? "io_uring" : "/dev/fuse"]
                 if let ring { result["ringRequests"] = "\(ring.requests)" }
+                result.merge(about.status(volume: volume, clients: clients)) { own, _ in own }
                 return ControlResponse(id: request.id, ok: true, result: result)
             case "container.list":
                 let items = volume.registry.list().map(ContainerListing.dictionary)

@@ -20,6 +20,10 @@ extension ParsableCommand {
             throw error
         } catch let error as CleanExit {
             throw error
+        } catch let error as ValidationError {
+            // A usage error found while running (a wrong -o value, an invalid id): status 2.
+            FileHandleOutput.standardError("containerfs: \(error.message)\n")
+            throw ExitCode(2)
         } catch {
             FileHandleOutput.standardError("containerfs: \(error)\n")
             throw ExitCode.failure
