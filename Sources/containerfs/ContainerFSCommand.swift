@@ -103,7 +103,7 @@ struct ContainerFSCommand: ParsableCommand {
         var rest = arguments[...]
         while let argument = rest.popFirst() {
             if argument == "--" { positional += rest; break }
-            if argument == "-o" || argument == "--ready-fd" { _ = rest.popFirst() }
+            if argument == "-o" || argument == "--ready-fd" || argument == "--generate-completion-script" { _ = rest.popFirst() }
             else if !argument.hasPrefix("-") { positional.append(argument) }
         }
         // One bare word alone would be taken for a mount point: a stray word, a usage error too.
