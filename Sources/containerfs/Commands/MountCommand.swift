@@ -135,10 +135,12 @@ struct MountCommand: ParsableCommand {
             umask(0)  // modes come from the caller's request, already masked by the kernel
             Credentials.prepareProcess()
             _ = clinux_raise_nofile_limit()
+            let toSyslog = SyslogLogHandler.wanted(option: options.syslog)
             LoggingSystem.bootstrap { label in
                 var handler = StreamLogHandler.standardError(label: label)
                 handler.logLevel = getenv("CONTAINERFS_DEBUG") != nil ? .debug : .info
-                return handler
+                guard toSyslog else { return handler }
+                return MultiplexLogHandler([handler, SyslogLogHandler(logLevel: handler.logLevel, label: label)])
             }
             let store = try Store(at: storePath)
             let lock = try store.acquireLock(mountPoint: mountPoint.string)
@@ -187,11 +189,17 @@ struct MountCommand: ParsableCommand {
             control.start()
             // Live once the kernel has INIT's answer (requests wait for it), not before: libfuse
             // may still refuse it, and the mount is then gone.
-            session.whenInitAnswered(giveUp: { ready.sent }) { refusal in
+            // Without a pipe (-f) the wait goes on for systemd's READY=1 and the log line.
+            let hasPipe = readyFD != nil
+            session.whenInitAnswered(giveUp: { hasPipe && ready.sent }) { refusal in
                 if let refusal {
                     ready.fail("\(mountPoint): the FUSE session failed at INIT (\(refusal)); see \(storePath)/daemon.log")
                 } else {
                     ready.succeed()
+                    // systemd's Type=notify; only a daemon started in the foreground is the
+                    // service's main process (one started by `mount` in the background is not)
+                    if !hasPipe { SystemdNotify.ready() }
+                    Logger(label: "containerfs.mount").info("\(mountPoint): mounted \(storePath)")
                 }
             }
             served = session.run(options: sessionOptions)

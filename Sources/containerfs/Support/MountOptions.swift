@@ -27,6 +27,9 @@ struct MountOptions {
     /// `-o control_timeout=S`: a control connection with nothing in progress and no claim
     /// or presenter is closed after S idle seconds (DESIGN.md 40).
     var controlTimeout: Duration = .seconds(60)
+    /// `-o syslog`: the daemon logs to syslog (the journal) too, not only to standard error
+    /// (STORE/daemon.log in the background). On by itself under systemd.
+    var syslog = false
     var defaultPermissions = true
     /// The kernel's writeback cache (DESIGN.md, decision 22): off by default, `-o writeback`.
     var writeback = false
@@ -70,6 +73,7 @@ struct MountOptions {
                 case _ where Self.generic.contains(key) || key.hasPrefix("x-") || key == "comment":
                     continue
                 case "nocoordination": coordination = false
+                case "syslog": syslog = true
                 case "writeback": writeback = true
                 case "nowriteback", "no_writeback": writeback = false
                 case "passthrough": passthrough = true
