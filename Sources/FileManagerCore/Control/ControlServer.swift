@@ -144,9 +144,10 @@ public final class ControlServer: @unchecked Sendable {
     private func loop() {
         var keys = [UInt64](repeating: 0, count: 64)
         var events = [UInt32](repeating: 0, count: 64)
-        var lastSweep = ContinuousClock.now
         while !stopped.load(ordering: .acquiring) {
-            let n = clinux_epoll_wait(epoll, &keys, &events, 64, 500)
+            // Asleep until something happens or the next deadline: an idle daemon wakes for
+            // nothing (idle-mount-sleeps), not even with presenters and claims held.
+            let n = clinux_epoll_wait(epoll, &keys, &events, 64, waitMilliseconds())
             if n < 0 && errno != EINTR { logger.error("control socket: epoll_wait: \(String(cString: strerror(errno)))"); break }
             for i in 0..<max(0, Int(n)) {
                 switch keys[i] {
@@ -160,10 +161,7 @@ public final class ControlServer: @unchecked Sendable {
                 listenerPausedUntil = nil
                 _ = clinux_epoll_modify(epoll, listener, clinux_EPOLLIN, Self.listenerKey)
             }
-            if now - lastSweep >= .milliseconds(500) {
-                lastSweep = now
-                sweep(now)
-            }
+            if let due = nextDeadline, now >= due { sweep(now) }
         }
         for fd in Array(clients.keys) { drop(fd) }
         close(listener)
@@ -331,6 +329,36 @@ public final class ControlServer: @unchecked Sendable {
             _ = clinux_epoll_modify(epoll, fd, clinux_EPOLLIN | clinux_EPOLLRDHUP, UInt64(UInt32(bitPattern: fd)))
             serveLines(fd, client)
         }
+    }
+
+    /// When `sweep` next has something to do (nil: never, as things stand); kept up to date
+    /// by the loop, which recomputes it after every round of events.
+    private var nextDeadline: ContinuousClock.Instant?
+
+    /// The earliest of every connection's deadlines (line, idle, drain) and the listener's
+    /// pause; recomputed each round: O(connections), which the caps bound.
+    private func waitMilliseconds() -> Int32 {
+        var due = listenerPausedUntil
+        for client in clients.values {
+            let own: ContinuousClock.Instant?
+            if let until = client.drainingUntil {
+                own = until
+            } else if client.busy || client.connection.holdsResources {
+                own = nil
+            } else if let begun = client.lineBegun {
+                own = min(begun + limits.lineTimeout, client.lastRequest + limits.idleTimeout)
+            } else {
+                own = client.lastRequest + limits.idleTimeout
+            }
+            if let own, due.map({ own < $0 }) ?? true { due = own }
+        }
+        nextDeadline = due
+        guard let due else { return -1 }
+        let left = due - .now
+        if left <= .zero { return 0 }
+        // rounded up, so that the deadline has passed when the wait ends
+        let ms = left.components.seconds * 1000 + (left.components.attoseconds + 999_999_999_999_999) / 1_000_000_000_000_000
+        return Int32(clamping: ms)
     }
 
     /// Drops connections that stalled mid-line or stayed idle too long, and ends drains.
