@@ -17,7 +17,7 @@ _assert_output "<plist/>" cat "$S/containers/org.example.beta/Beta.app/Contents/
 _assert_output "0755" fsop stat "$S/containers/org.example.beta/Beta.app/Contents/exe" perm
 _assert_exit 1 containerfs container create com.example.alpha --store "$S"
 [[ $_OUT == *com.example.alpha* ]] || _fail "duplicate create: message does not name the container: $_OUT"
-_assert_exit 1 containerfs container create not_valid --store "$S"
+_assert_exit 2 containerfs container create not_valid --store "$S"   # a usage error
 [[ $_OUT == *not_valid* ]] || _fail "invalid id: message does not name it: $_OUT"
 _assert_exit 1 containerfs container create com.example.gamma --bundle "$TEST_TMP/no-bundle" --store "$S"
 [[ $_OUT == *"$TEST_TMP/no-bundle"* ]] || _fail "missing bundle: message does not name it: $_OUT"

@@ -119,12 +119,12 @@ done()
 EOF
 _assert_output "precious" cat "$OUT/victim/file"
 
-# MARK: the CLI refuses ids that are paths
-_assert_exit 1 containerfs container create ../../escape --store "$TEST_STORE"
-_assert_exit 1 containerfs container create .. --store "$TEST_STORE"
-_assert_exit 1 containerfs container remove .. --store "$TEST_STORE"
-_assert_exit 1 containerfs container remove ../containers --store "$TEST_STORE"
-_assert_exit 1 containerfs container path ../../etc --store "$TEST_STORE"
+# MARK: the CLI refuses ids that are paths (usage errors: exit status 2)
+_assert_exit 2 containerfs container create ../../escape --store "$TEST_STORE"
+_assert_exit 2 containerfs container create .. --store "$TEST_STORE"
+_assert_exit 2 containerfs container remove .. --store "$TEST_STORE"
+_assert_exit 2 containerfs container remove ../containers --store "$TEST_STORE"
+_assert_exit 2 containerfs container path ../../etc --store "$TEST_STORE"
 _assert_exists "$TEST_STORE/containers/com.example.contained"
 _assert_missing "$TEST_STORE/escape"
 _assert_missing "$TEST_TMP/escape"
