@@ -93,7 +93,7 @@ struct DaemonRequests: Sendable {
                 if let id = Int(request.args["claim"] ?? "") { coordination.release(id, clients: clients) }
                 return ControlResponse(id: request.id, ok: true)
             default:
-                return ControlResponse(id: request.id, ok: false, errno: EINVAL, error: "unknown operation \(request.op)")
+                return ControlResponse(id: request.id, ok: false, errno: EINVAL, error: "op: unknown operation '\(request.op)' (docs/CONTROL-PROTOCOL.md)")
             }
         } catch let error as FileManagerError {
             return .failure(request.id, error)

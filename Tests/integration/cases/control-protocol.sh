@@ -47,6 +47,7 @@ ask(b'{"v":1,"id":5,"op":"claim","args":{"path":"containers","mode":1}}')
 ask(b'{"v":1,"id":6,"op":"claim","args":{"path":"containers/org.example.mine"}}')
 ask(b'{"v":1,"id":7,"op":"claim","args":{"path":"../../etc/passwd","mode":"read"}}')
 ask(b'{"v":1,"id":8,"op":"presenter.register","args":{"path":"containers/../../etc/passwd"}}')
+ask(b'{"v":1,"id":9,"op":"frobnicate"}')
 PYEOF
 )
 _assert_eq "1 True None None
@@ -56,7 +57,8 @@ _assert_eq "1 True None None
 5 False 22 malformed request: args.mode: expected a string (args values are strings)
 6 False 22 mode: missing (read or write): invalid argument
 7 False 22 path: ../../etc/passwd: '..' leads outside the mount: invalid argument
-8 False 22 path: containers/../../etc/passwd: '..' leads outside the mount: invalid argument" "$out" "args optional, errors name the field, '..' refused"
+8 False 22 path: containers/../../etc/passwd: '..' leads outside the mount: invalid argument
+9 False 22 op: unknown operation 'frobnicate' (docs/CONTROL-PROTOCOL.md)" "$out" "args optional, errors name the field, '..' refused"
 
 # MARK: a claim's timeout out of range is EINVAL, from any user: it once trapped the daemon
 # (Int(inf)), leaving a dead mount; the CLI refuses it before asking
