@@ -10,7 +10,7 @@
 #     passthrough_ll     libfuse's passthrough_ll, default options
 #     passthrough_ll_wb  passthrough_ll -o writeback,cache=always
 #     passthrough_ll_xattr  passthrough_ll -o xattr: the default anchor with extended
-#                        attributes, which ContainerFS must serve (SPEC §1) and the plain
+#                        attributes, which ContainerFS must serve (docs/SEMANTICS.md §1) and the plain
 #                        anchor turns off (its first GETXATTR answers ENOSYS, and the kernel
 #                        then never asks for security.capability before a write or chown:
 #                        docs/PERFORMANCE.md, "The price of extended attributes"); no target
@@ -19,11 +19,11 @@
 # and prints medians, ContainerFS's ratio to each anchor, CPU seconds per phase, the spread,
 # and the daemons' peak RSS (report.py). Results stay in RESULTS_DIR (summary.md there).
 #
-# The harness is the shared one, used in place: ../shared/bench/fsbench.sh (fio sequential
-# and random I/O, metabench metadata phases, untar/read/rm of a source tree) driven by
-# ../shared/bench/run-matrix.sh; scripts/bench/ adds only what it lacks: the SQLite
-# workload (sqlbench.sh + sqlbench.py, same rotation, after the fsbench rounds), the daemon
-# memory sampler (rss-exec.sh) and the ContainerFS-centred report (report.py).
+# The harness is the project's own, in scripts/bench/: fsbench.sh (one mount, fio sequential
+# and random I/O, metabench.c's metadata phases, untar/read/rm of a source tree), run here
+# over ROUNDS rounds in a rotating order; sqlbench.sh + sqlbench.py (the SQLite workload,
+# same rotation, after the fsbench rounds); rss-exec.sh (the daemon memory sampler) and
+# report.py (the ContainerFS-centred report).
 #
 # --smoke   tiny sizes, 1 round, no timing assertions: exits 0 if every workload ran on
 #           every file system, non-zero otherwise (CI; a few minutes at most).
@@ -34,7 +34,7 @@
 # --keep    keep the backing directory (default: removed at the end).
 #
 # Environment:
-#   BENCH_ROUNDS (default 3; smoke 1)         BENCH_SHARED (default $REPO/../shared/bench)
+#   BENCH_ROUNDS (default 3; smoke 1)
 #   BENCH_BACKING (default /var/tmp/containerfs-bench: must be on a disk file system, not tmpfs)
 #   BENCH_RESULTS (default $REPO/.build-release/bench-results/DATE)
 #   BENCH_ANCHORS (default $REPO/.build-release/fsbench-anchors: passthrough_ll, metabench, tarball)
@@ -55,7 +55,6 @@ set -uo pipefail
 
 REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 HERE=$REPO/scripts/bench
-SHARED=${BENCH_SHARED:-$REPO/../shared/bench}
 SMOKE=0 BUILD=1 KEEP=0 REV=""
 ROUNDS=${BENCH_ROUNDS:-}
 RESULTS=${BENCH_RESULTS:-}
@@ -81,9 +80,6 @@ die() { echo "bench.sh: $*" >&2; exit 1; }
 T_START=$EPOCHREALTIME
 
 # ---------------------------------------------------------------- prerequisites
-[[ -x $SHARED/fsbench.sh && -x $SHARED/run-matrix.sh ]] ||
-	die "shared harness not found at $SHARED (expected ../shared/bench beside the clone; set BENCH_SHARED)"
-SHARED=$(cd "$SHARED" && pwd)
 # the harness's tools (scripts/install-deps.sh has most, not jq): installed when missing and
 # this runs as root with apt-get (BENCH_NO_INSTALL=1: never)
 need_pkgs() {
@@ -157,7 +153,7 @@ else
 fi
 [[ -x $BIN ]] || die "$BIN missing (build first or drop --no-build)"
 say "building passthrough_ll and metabench from Debian's libfuse3-dev examples into $FSBENCH_ANCHORS"
-"$SHARED/fsbench.sh" --build-anchors >"$RESULTS/anchors.log" 2>&1 ||
+"$HERE/fsbench.sh" --build-anchors >"$RESULTS/anchors.log" 2>&1 ||
 	{ cat "$RESULTS/anchors.log" >&2; die "cannot build the passthrough_ll anchor"; }
 
 # ---------------------------------------------------------------- backing dir
@@ -277,22 +273,33 @@ WORKLOADS=${FSBENCH_WORKLOADS:-seqwrite,seqread,randread,randwrite,meta,tree}
 MAIN_WORKLOADS=$(tr , '\n' <<<"$WORKLOADS" | grep -vx tree | paste -sd, -)
 TREE=0
 [[ ,$WORKLOADS, == *,tree,* ]] && TREE=1
-matrix() { # WORKLOADS RESULTS_DIR LOG_NAME [ENV=VALUE...]: run-matrix.sh's rounds of fsbench.sh
-	local wl=$1 dir=$2 log=$3 rc
+matrix() { # WORKLOADS RESULTS_DIR LOG_NAME [ENV=VALUE...]: ROUNDS rounds of fsbench.sh
+	# Round r starts r-1 places further along the list of file systems, so that none of
+	# them always runs first (on a cold machine) or right after a given other one.
+	local wl=$1 dir=$2 log=$3 n=${#LABELS[@]} r k l sub rc
 	shift 3
-	env FSBENCH_WORKLOADS="$wl" "$@" "$SHARED/run-matrix.sh" -r "$ROUNDS" -d "$dir" "$BACKING" "${ARGS[@]}" \
-		>"$RESULTS/$log-summary.md" 2>"$RESULTS/$log.log"
-	rc=$?
-	sed 's/^/    /' "$RESULTS/$log.log" >&2
-	((rc == 130)) && exit 130
+	mkdir -p "$dir"
+	for ((r = 1; r <= ROUNDS; r++)); do
+		for ((k = 0; k < n; k++)); do
+			l=${LABELS[$(((k + r - 1) % n))]}
+			sub=.
+			[[ $l == containerfs* ]] && sub=$CFS_SUB
+			printf '    [%s] round %d/%d: %s\n' "$(date +%T)" "$r" "$ROUNDS" "$l" | tee -a "$RESULTS/$log.log" >&2
+			env FSBENCH_WORKLOADS="$wl" "$@" "$HERE/fsbench.sh" -s "$sub" "$l" "$BACKING" "${SPEC[$l]}" \
+				>"$dir/$l.r$r.txt" 2>"$dir/$l.r$r.err"
+			rc=$?
+			((rc == 130)) && exit 130
+			((rc != 0)) && echo "      -> rc=$rc (see $dir/$l.r$r.err)" | tee -a "$RESULTS/$log.log" >&2
+		done
+	done
 	return 0
 }
 if [[ -n $MAIN_WORKLOADS ]]; then
-	say "fsbench.sh workloads $MAIN_WORKLOADS (run-matrix.sh, $ROUNDS round(s))"
+	say "fsbench.sh workloads $MAIN_WORKLOADS ($ROUNDS round(s))"
 	matrix "$MAIN_WORKLOADS" "$RESULTS" run-matrix
 fi
 if ((TREE)); then
-	say "fsbench.sh workload tree, in fresh work directories (run-matrix.sh, $ROUNDS round(s))"
+	say "fsbench.sh workload tree, in fresh work directories ($ROUNDS round(s))"
 	# no priming: it readies the blocks of the fio file, which this pass does not write
 	matrix tree "$RESULTS/tree" run-matrix-tree FSBENCH_PRIME=0
 	for f in "$RESULTS"/tree/*.r[0-9]*.txt "$RESULTS"/tree/*.r[0-9]*.err; do

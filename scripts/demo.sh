@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Installs the dependencies, builds ContainerFS (release), installs the binary to
-# /usr/local/bin and mounts a demo store with one container.
+# Installs the dependencies, builds ContainerFS (release), installs it (scripts/install.sh:
+# the binary and its mount(8) helper in /usr/local/bin) and mounts a demo store with one
+# container.
 #   STORE (default ~/.local/share/containerfs)   MNT (default ~/ContainerFS)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -10,7 +11,7 @@ SUDO=""; [[ $(id -u) -eq 0 ]] || SUDO=sudo
 
 bash scripts/install-deps.sh
 swift build -c release
-$SUDO install -m 0755 .build/release/containerfs /usr/local/bin/containerfs
+$SUDO bash scripts/install.sh .build/release/containerfs
 
 mkdir -p "$MNT"
 if grep -q " $MNT fuse.containerfs " /proc/mounts; then containerfs unmount "$MNT"; fi

@@ -6,18 +6,29 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install-deps.sh
 swift build
-# mount(8) runs FUSE helpers with a fixed PATH (/usr/local/bin among it): the mount -t and
-# fstab cases need this build there. A binary installed there before (scripts/demo.sh
-# installs one) is put aside for the suite and back after it; one an interrupted run left
-# aside is put back first.
+# mount(8) runs FUSE helpers with a fixed PATH (/usr/local/bin among it) and looks for
+# mount.TYPE helpers in /sbin only: the mount -t and fstab cases need this build in
+# /usr/local/bin and its helper beside it and in /sbin. Files installed there before
+# (scripts/demo.sh installs them) are put aside for the suite and back after it; ones an
+# interrupted run left aside are put back first.
 if [[ $(id -u) -eq 0 ]]; then
-    installed=/usr/local/bin/containerfs saved=/usr/local/bin/.containerfs.before-test
-    if [[ -e $saved || -L $saved ]]; then mv -f "$saved" "$installed"; fi
-    if [[ -e $installed || -L $installed ]] && ! [[ $installed -ef .build/debug/containerfs ]]; then
-        mv -f "$installed" "$saved"
-        trap 'mv -f "$saved" "$installed"' EXIT
-    fi
-    ln -sf "$PWD/.build/debug/containerfs" "$installed"
+    restore=()
+    link_for_suite() { # TARGET LINK
+        local link=$2 saved
+        saved=$(dirname "$2")/.$(basename "$2").before-test
+        if [[ -e $saved || -L $saved ]]; then mv -f "$saved" "$link"; fi
+        if [[ -e $link || -L $link ]] && ! [[ $link -ef $1 ]]; then
+            mv -f "$link" "$saved"
+            restore+=("mv -f '$saved' '$link'")
+        else
+            :  # nothing was there: the link stays, as before
+        fi
+        ln -sfn "$1" "$link"
+    }
+    link_for_suite "$PWD/.build/debug/containerfs" /usr/local/bin/containerfs
+    link_for_suite "$PWD/scripts/mount.containerfs" /usr/local/bin/mount.containerfs
+    link_for_suite /usr/local/bin/mount.containerfs /sbin/mount.containerfs
+    trap 'for r in "${restore[@]}"; do eval "$r"; done' EXIT
 fi
 status=0 failures=()
 swift test 2>&1 | tail -n 40 || { rc=${PIPESTATUS[0]}; status=1; failures+=("unit tests (swift test exited $rc)"); }

@@ -21,6 +21,7 @@
 #include <sys/xattr.h>
 #include <sys/inotify.h>
 #include <sys/eventfd.h>
+#include <sys/epoll.h>
 #include <pthread.h>
 #include <string.h>
 
@@ -200,3 +201,30 @@ int clinux_wait_status(int child) {
     if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
     return 1;
 }
+const uint32_t clinux_EPOLLIN = EPOLLIN, clinux_EPOLLRDHUP = EPOLLRDHUP, clinux_EPOLLHUP = EPOLLHUP,
+               clinux_EPOLLERR = EPOLLERR;
+
+int clinux_epoll_create(void) { return epoll_create1(EPOLL_CLOEXEC); }
+
+static int epoll_change(int epfd, int op, int fd, uint32_t events, uint64_t key)
+{
+    struct epoll_event e = {.events = events, .data.u64 = key};
+    return epoll_ctl(epfd, op, fd, &e);
+}
+int clinux_epoll_add(int epfd, int fd, uint32_t events, uint64_t key) { return epoll_change(epfd, EPOLL_CTL_ADD, fd, events, key); }
+int clinux_epoll_modify(int epfd, int fd, uint32_t events, uint64_t key) { return epoll_change(epfd, EPOLL_CTL_MOD, fd, events, key); }
+int clinux_epoll_remove(int epfd, int fd) { return epoll_ctl(epfd, EPOLL_CTL_DEL, fd, NULL); }
+
+int clinux_epoll_wait(int epfd, uint64_t *keys, uint32_t *events, int max, int timeout_ms)
+{
+    struct epoll_event got[64];
+    if (max > 64) max = 64;
+    int n = epoll_wait(epfd, got, max, timeout_ms);
+    for (int i = 0; i < n; i++) {
+        keys[i] = got[i].data.u64;
+        events[i] = got[i].events;
+    }
+    return n;
+}
+
+int clinux_accept_nonblocking(int fd) { return accept4(fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK); }

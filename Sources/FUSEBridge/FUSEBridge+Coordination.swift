@@ -4,14 +4,14 @@ import Glibc
 import Synchronization
 import SystemPackage
 
-// MARK: - Kernel requests as short coordinated accesses (SPEC §3, reference coordination §8.4)
+// MARK: - Kernel requests as short coordinated accesses (docs/SEMANTICS.md §3.2)
 //
 // Every handler that reads or changes content or the namespace passes the coordination gate
 // first. While nothing is coordinated (no explicit claim, session or presenter) the gate is
 // two atomic operations and the request runs at once, on its worker. Otherwise the request
 // is parked: its `Reply` moves into a `ParkedRequest`, the claim is asked for without
 // blocking, and the operation runs — and answers — in the completion, on whichever thread
-// grants it. No worker thread ever sleeps on a claim (reference §8.6). A FUSE_INTERRUPT
+// grants it. No worker thread ever sleeps on a claim (docs/SEMANTICS.md §3.4). A FUSE_INTERRUPT
 // (the caller got a signal) cancels the wait and answers EINTR; O_NONBLOCK answers EAGAIN at
 // once; the deadline answers EBUSY; a cycle EDEADLK.
 
@@ -125,7 +125,7 @@ extension FUSEBridge {
     }
 
     /// Reads of items whose content can never change through the mount (`snapshots/`, the
-    /// bundle) never wait for a claim (reference coordination §8.4): the very items whose
+    /// bundle) never wait for a claim (docs/SEMANTICS.md §3.2): the very items whose
     /// mutations are refused before waiting.
     func readsFreely(_ item: Item) -> Bool { refusesBeforeWaiting(item) }
 

@@ -414,7 +414,7 @@ extension FUSEBridge {
         }
     }
 
-    /// A metadata-only write (reference coordination §8.4): the plan of xattr changes.
+    /// A metadata-only write (docs/SEMANTICS.md §3.2): the plan of xattr changes.
     func changingMetadata(of item: Item) -> Coordination {
         Coordination(claims: [Claim(target: coordination!.target(of: item), writing: .contentIndependentMetadataOnly)],
                      event: volume.mountPath(of: item).map { .changed($0) })

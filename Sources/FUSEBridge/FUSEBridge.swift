@@ -172,7 +172,7 @@ public final class FUSEBridge: @unchecked Sendable {
     }
 
     /// SETATTR: a write; changing only mode, owner or access time is metadata-only (the
-    /// content modification date is content, reference coordination §3.2).
+    /// content modification date is content, docs/SEMANTICS.md §3.2).
     func setattr(_ reply: consuming Reply, _ ino: fuse_ino_t, _ attr: stat, _ toSet: CInt, _ fi: UnsafeMutablePointer<fuse_file_info>?,
                  clearsSetID: Bool) {
         guard let item = node(ino) else { return reply.fail(Errno.noSuchFileOrDirectory) }
@@ -307,7 +307,7 @@ public final class FUSEBridge: @unchecked Sendable {
     }
 
     /// RENAME: a write ForMoving on the source and ForReplacing on the destination, taken
-    /// together in canonical order (reference coordination §7), then `didMove`.
+    /// together in canonical order (docs/SEMANTICS.md §3.6), then `didMove`.
     func rename(_ reply: consuming Reply, _ parent: fuse_ino_t, _ name: UnsafePointer<CChar>,
                 _ newParent: fuse_ino_t, _ newName: UnsafePointer<CChar>, _ flags: UInt32) {
         guard let from = node(parent), let to = node(newParent) else { return reply.fail(Errno.noSuchFileOrDirectory) }

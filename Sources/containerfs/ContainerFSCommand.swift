@@ -1,7 +1,7 @@
 import ArgumentParser
 import Glibc
 
-/// `containerfs`: mounts a store and manages what lives in it (SPEC §2).
+/// `containerfs`: mounts a store and manages what lives in it (docs/SEMANTICS.md §2).
 ///
 /// With no subcommand, the arguments are those of `mount`, which is how mount(8) and
 /// fstab call a FUSE file system (`mount.fuse3` runs `containerfs STORE MNT -o OPTS`).
@@ -12,18 +12,24 @@ struct ContainerFSCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "containerfs",
         abstract: "App containers, a trash and published snapshots as one mounted file system.",
+        discussion: "Exit status: 0 success, 1 the operation failed (stderr names the path and the reason), 2 usage error.",
         version: version,
         subcommands: [
-            MountCommand.self, UnmountCommand.self, ContainerCommand.self, InboxCommand.self,
-            PurgeCommand.self, ExcludeCommand.self, RunCommand.self, CoordinateCommand.self, WatchCommand.self, UnmountWhenGoneCommand.self,
+            MountCommand.self, UnmountCommand.self, StatusCommand.self, ContainerCommand.self, TrashCommand.self,
+            InboxCommand.self, PurgeCommand.self, ExcludeCommand.self, RunCommand.self,
+            CoordinateCommand.self, WatchCommand.self, UnmountWhenGoneCommand.self,
         ],
         defaultSubcommand: MountCommand.self
     )
 
-    /// SPEC §2's exit codes: 0 success, 1 failure, **2 usage error** (swift-argument-parser
+    /// docs/SEMANTICS.md §2's exit codes: 0 success, 1 failure, **2 usage error** (swift-argument-parser
     /// answers usage errors with 64, EX_USAGE).
     static func main() {
         refuseInvalidUTF8()
+        if Array(CommandLine.arguments.dropFirst()) == ["--version"] {  // with the live mounts' protocol
+            FileHandleOutput.standardOutput(StatusCommand.versionText())
+            Glibc.exit(0)
+        }
         do {
             try refuseMistypedSubcommand(Array(CommandLine.arguments.dropFirst()))
             try refuseHelpOfNoSubcommand(Array(CommandLine.arguments.dropFirst()))
@@ -98,15 +104,19 @@ struct ContainerFSCommand: ParsableCommand {
         var rest = arguments[...]
         while let argument = rest.popFirst() {
             if argument == "--" { positional += rest; break }
-            if argument == "-o" || argument == "--ready-fd" { _ = rest.popFirst() }
+            if argument == "-o" || argument == "--ready-fd" || argument == "--generate-completion-script" { _ = rest.popFirst() }
             else if !argument.hasPrefix("-") { positional.append(argument) }
         }
-        guard let first = positional.first, positional.count >= 2, !first.contains("/") else { return }
+        // One bare word alone would be taken for a mount point: a stray word, a usage error too.
+        guard let first = positional.first, positional.count <= 2, !first.contains("/") else { return }
         let all = configuration.subcommands.map { ($0.configuration.commandName, $0.configuration.shouldDisplay) }
         guard first != "help", !all.contains(where: { $0.0 == first }) else { return }
         // Last: a stat of the working directory's entry, which may be on a hung mount.
         guard !Paths.isDirectory(Paths.absolute(first)) else { return }
         let names = all.filter(\.1).compactMap(\.0) + ["help"]
+        guard positional.count == 2 else {
+            throw ValidationError("'\(first)' is not a subcommand (\(names.joined(separator: ", "))), nor an existing mount point directory")
+        }
         throw ValidationError("'\(first)' is not a subcommand (\(names.joined(separator: ", "))), nor an existing store directory; to make a new store named \(first) here: containerfs mount \(first) \(positional[1])")
     }
 }

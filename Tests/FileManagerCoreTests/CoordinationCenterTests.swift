@@ -7,7 +7,7 @@ import Testing
 
 extension CoordinationTests {
     /// `CoordinationCenter` as the FUSE bridge uses it: non-blocking accesses whose
-    /// completion is the deferred reply, cancelled on FUSE_INTERRUPT (reference §8.6, §8.7).
+    /// completion is the deferred reply, cancelled on FUSE_INTERRUPT (docs/SEMANTICS.md §3.4).
     @Suite("Coordination center")
     struct CenterTests {
         /// Records access completions: how many, which, and on which thread.

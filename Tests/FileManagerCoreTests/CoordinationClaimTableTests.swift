@@ -6,12 +6,12 @@ import Testing
 
 extension CoordinationTests {
     /// The claim table on its own: the conflict matrix, FIFO, deadlines, cancel, deadlock
-    /// detection (reference coordination.md §4, §8.3, §10 items 1–7 and 13).
+    /// detection (docs/SEMANTICS.md §3.1).
     @Suite("Claim table")
     struct ClaimTableTests {
         let p = Purpose.unique(), q = Purpose.unique(), r = Purpose.unique()
 
-        @Test("R + R share; R then W waits; W then R waits; W + W serialize (§10.1)")
+        @Test("R + R share; R then W waits; W then R waits; W + W serialize")
         func readsShareWritesExclude() throws {
             let table = ClaimTable()
             let f = "/t/f"
@@ -38,7 +38,7 @@ extension CoordinationTests {
             #expect(table.counts == (0, 0))
         }
 
-        @Test("A directory and its contents do not block each other (§10.2)")
+        @Test("A directory and its contents do not block each other")
         func directoryAndContentsAreIndependent() throws {
             let table = ClaimTable()
             let dirWrite = try #require(table.grantIfFree([Fixture.write("/t/d", directory: true)], purpose: p))
@@ -49,7 +49,7 @@ extension CoordinationTests {
             [childRead, childWrite, dirRead].forEach { $0.release() }
         }
 
-        @Test("A subtree write waits for running accesses inside; later ones wait for it (§10.3)",
+        @Test("A subtree write waits for running accesses inside; later ones wait for it",
               arguments: [CoordinatedWritingOptions.forMoving, .forDeleting, .forReplacing])
         func subtreeWriteDrainsAndHolds(option: CoordinatedWritingOptions) throws {
             let table = ClaimTable()
@@ -70,7 +70,7 @@ extension CoordinationTests {
             try #require(later.granted()).release()
         }
 
-        @Test("ForMoving on a file is a plain write (§10.4)")
+        @Test("ForMoving on a file is a plain write")
         func forMovingOnAFileIsPlain() throws {
             let claim = Fixture.write("/t/f", .forMoving, directory: false)
             #expect(claim.mode == .write)
@@ -82,7 +82,7 @@ extension CoordinationTests {
             move.release()
         }
 
-        @Test("Everything inside a package is the package, nested packages included (§10.5)")
+        @Test("Everything inside a package is the package, nested packages included")
         func packagesAreOneItem() throws {
             let table = ClaimTable()
             let pkg = "/t/X.pkg"
@@ -98,7 +98,7 @@ extension CoordinationTests {
             try #require(table.grantIfFree([deep], purpose: q)).release()
         }
 
-        @Test("The same purpose never waits for itself, even behind a queued writer (§10.6)")
+        @Test("The same purpose never waits for itself, even behind a queued writer")
         func samePurposeNeverConflicts() throws {
             let table = ClaimTable()
             let held = try #require(table.grantIfFree([Fixture.write("/t/f")], purpose: p))
@@ -197,7 +197,7 @@ extension CoordinationTests {
             #expect(table.counts == (0, 0))
         }
 
-        @Test("Two explicit holders each waiting for the other: exactly one gets EDEADLK (§10.13)")
+        @Test("Two explicit holders each waiting for the other: exactly one gets EDEADLK")
         func deadlockBetweenTwoPurposes() throws {
             let table = ClaimTable()
             let first = try table.acquire([Fixture.write("/t/f1")], purpose: p)
@@ -274,7 +274,7 @@ extension CoordinationTests {
             #expect(table.counts == (0, 0))
         }
 
-        @Test("1000 opposite-order two-item claims in parallel finish without deadlock (§10.7)")
+        @Test("1000 opposite-order two-item claims in parallel finish without deadlock")
         func oppositeOrderStress() throws {
             let table = ClaimTable()
             let failures = Atomic<Int>(0)

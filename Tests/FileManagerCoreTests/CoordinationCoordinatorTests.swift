@@ -7,10 +7,10 @@ import Testing
 
 extension CoordinationTests {
     /// `FileCoordinator`, the Swift API: purposes, nesting, cancel, compound calls, the
-    /// async forms and intents (reference coordination.md §2, §6, §10 items 1, 6–9, 11–13).
+    /// async forms and intents (docs/SEMANTICS.md §3.5).
     @Suite("FileCoordinator")
     struct FileCoordinatorTests {
-        @Test("A write waits for another coordinator's read block, then runs (§10.1, §10.6)")
+        @Test("A write waits for another coordinator's read block, then runs")
         func writeWaitsForRead() throws {
             let center = Fixture.center()
             let log = EventLog()
@@ -34,7 +34,7 @@ extension CoordinationTests {
             #expect(log.all == ["read begins", "read ends", "write"])
         }
 
-        @Test("One coordinator, or one purpose identifier, never blocks itself; other coordinators do (§10.6)")
+        @Test("One coordinator, or one purpose identifier, never blocks itself; other coordinators do")
         func purposes() throws {
             let center = Fixture.center()
             let one = FileCoordinator(center: center)
@@ -82,7 +82,7 @@ extension CoordinationTests {
             #expect(FileCoordinator(center: center).purpose != a.purpose)
         }
 
-        @Test("Nesting: forbidden calls throw, the allowed ones run (§10.8)")
+        @Test("Nesting: forbidden calls throw, the allowed ones run")
         func nesting() throws {
             let c = FileCoordinator(center: Fixture.center())
             try c.coordinate(readingItemAt: "/t/f") { f in
@@ -121,7 +121,7 @@ extension CoordinationTests {
             #expect(count == 5)
         }
 
-        @Test("cancel() while waiting for a claim: the block never runs, EINTR; while running: returns after (§10.9)")
+        @Test("cancel() while waiting for a claim: the block never runs, EINTR; while running: returns after")
         func cancel() throws {
             let center = Fixture.center()
             let holder = FileCoordinator(center: center), waiter = FileCoordinator(center: center)
@@ -163,7 +163,7 @@ extension CoordinationTests {
             #expect(log.all == ["block ends", "call returns"])
         }
 
-        @Test("Compound calls in opposite orders, 1000 times in parallel, never deadlock (§10.7)")
+        @Test("Compound calls in opposite orders, 1000 times in parallel, never deadlock")
         func compoundStress() throws {
             let center = Fixture.center()
             let errors = Atomic<Int>(0), runs = Atomic<Int>(0)
@@ -189,7 +189,7 @@ extension CoordinationTests {
             #expect(center.claims.counts == (0, 0))
         }
 
-        @Test("Two coordinators each holding one item and then asking for the other's: exactly one gets EDEADLK (§10.13)")
+        @Test("Two coordinators each holding one item and then asking for the other's: exactly one gets EDEADLK")
         func deadlock() throws {
             let center = Fixture.center()
             let bothHold = DispatchSemaphore(value: 0)
@@ -218,7 +218,7 @@ extension CoordinationTests {
             #expect(all.filter { $0.hasSuffix("\(Errno.deadlock)") }.count == 1)
         }
 
-        @Test("ImmediatelyAvailableMetadataOnly never waits; forUploading hands over a copy and no claim (§3.1)")
+        @Test("ImmediatelyAvailableMetadataOnly never waits; forUploading hands over a copy and no claim (docs/SEMANTICS.md §3.2)")
         func readingOptions() throws {
             let scratch = CoordinationScratch()
             let f = scratch.file("doc.txt", "hello")
@@ -301,7 +301,7 @@ extension CoordinationTests {
             #expect(center.claims.counts == (0, 0))
         }
 
-        @Test("Intents: the accessor runs on the queue; an error skips it; the claim ends with it (§10.11)")
+        @Test("Intents: the accessor runs on the queue; an error skips it; the claim ends with it")
         func intents() throws {
             let center = Fixture.center()
             let queue = DispatchQueue(label: "intent-queue")
@@ -338,7 +338,7 @@ extension CoordinationTests {
             grant.release()
         }
 
-        @Test("An intent's URL follows a move made while it waited (§10.11)")
+        @Test("An intent's URL follows a move made while it waited")
         func intentFollowsMove() throws {
             let center = Fixture.center()
             let mover = FileCoordinator(center: center)
@@ -362,13 +362,13 @@ extension CoordinationTests {
             #expect(center.claims.counts == (0, 0))
         }
 
-        @Test("Concurrent intent calls in opposite orders end in EDEADLK or the deadline, never a hang (§10.12)")
+        @Test("Concurrent intent calls in opposite orders end in EDEADLK or the deadline, never a hang")
         func oppositeOrderIntentCalls() throws {
             let center = Fixture.center(claimTimeout: .seconds(3))
             let outcomes = Mutex<[String]>([])
             let allDone = DispatchSemaphore(value: 0)
             /// A client that, once its first access runs, needs its second one to finish too
-            /// before it lets the first go: two concurrent calls where one would do (L196–199).
+            /// before it lets the first go: two concurrent calls where one would do .
             final class Client: Sendable {
                 let coordinator: FileCoordinator
                 let secondEnded = DispatchSemaphore(value: 0)

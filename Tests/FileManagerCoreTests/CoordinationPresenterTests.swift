@@ -7,11 +7,11 @@ import Testing
 
 extension CoordinationTests {
     /// Presenters: what they are asked before an access, what they are told after it, and
-    /// how deadlines, errors, purposes and moves affect that (reference coordination.md §5,
-    /// §7, §10 items 9, 10, 14–25).
+    /// how deadlines, errors, purposes and moves affect that (docs/SEMANTICS.md §3.6,
+    /// docs/SEMANTICS.md §3.6).
     @Suite("Presenters")
     struct PresenterTests {
-        @Test("A read asks save then relinquishToReader; WithoutChanges asks no save; reacquire at the end (§10.14)")
+        @Test("A read asks save then relinquishToReader; WithoutChanges asks no save; reacquire at the end")
         func readRequests() throws {
             let center = Fixture.center()
             let presenter = TestPresenter("/p/f")
@@ -29,7 +29,7 @@ extension CoordinationTests {
             #expect(presenter.log.all.count == 5)
         }
 
-        @Test("All presenters are asked at once and all must answer before the access runs (§10.14)")
+        @Test("All presenters are asked at once and all must answer before the access runs")
         func waitsForEveryPresenter() throws {
             let center = Fixture.center()
             let hold1 = DispatchSemaphore(value: 0), hold2 = DispatchSemaphore(value: 0)
@@ -53,7 +53,7 @@ extension CoordinationTests {
             #expect(ranValue)
         }
 
-        @Test("A presenter's error fails the access with its errno; another uid's presenter is not asked (§10.15)")
+        @Test("A presenter's error fails the access with its errno; another uid's presenter is not asked")
         func presenterErrors() throws {
             let center = Fixture.center()
             let refusing = TestPresenter("/p/f", .init(saveError: Errno.permissionDenied))
@@ -79,7 +79,7 @@ extension CoordinationTests {
             #expect(stranger.log.all.isEmpty)
         }
 
-        @Test("A stalled presenter is skipped at its deadline and later resynced; removed ones delay nothing (§10.16)")
+        @Test("A stalled presenter is skipped at its deadline and later resynced; removed ones delay nothing")
         func stalledPresenter() throws {
             let center = Fixture.center(presenterTimeout: .milliseconds(150))
             let hold = DispatchSemaphore(value: 0)
@@ -126,7 +126,7 @@ extension CoordinationTests {
             #expect(silent.log.count("ignored") == 3)
         }
 
-        @Test("A presenter hears nothing of its own accesses; others' accesses reach it (§10.17)")
+        @Test("A presenter hears nothing of its own accesses; others' accesses reach it")
         func selfExclusion() throws {
             let scratch = CoordinationScratch()
             let f = scratch.file("f", "1")
@@ -144,7 +144,7 @@ extension CoordinationTests {
                 || presenter.log.all == ["relinquishToWriter", "didChange", "reacquire"])
         }
 
-        @Test("A presenter's save write goes ahead of the read that asked for it (R8, §10.18)")
+        @Test("A presenter's save write goes ahead of the read that asked for it (R8)")
         func saveDuringRead() throws {
             let scratch = CoordinationScratch()
             let f = scratch.file("doc", "old")
@@ -176,7 +176,7 @@ extension CoordinationTests {
             editor.behavior.withLock { $0.onSave = nil }  // breaks the editor ↔ closure cycle
         }
 
-        @Test("ForDeleting: accommodate deletion; inside a package the package presenter hears of the subitem; a directory reaches everyone inside (§10.19)")
+        @Test("ForDeleting: accommodate deletion; inside a package the package presenter hears of the subitem; a directory reaches everyone inside")
         func deletion() throws {
             let scratch = CoordinationScratch()
             let file = scratch.file("f")
@@ -203,7 +203,7 @@ extension CoordinationTests {
             #expect(deepPresenter.log.all.prefix(2) == ["accommodateDeletion", "relinquishToWriter"])
         }
 
-        @Test("ForMerging asks a save, a plain write does not; a subtree write reaches every presenter inside (§10.20)")
+        @Test("ForMerging asks a save, a plain write does not; a subtree write reaches every presenter inside")
         func mergingAndSubtree() throws {
             let scratch = CoordinationScratch()
             let dir = scratch.directory("d")
@@ -228,7 +228,7 @@ extension CoordinationTests {
             #expect(requests().suffix(2) == ["accommodateDeletion", "relinquishToWriter"])
         }
 
-        @Test("Nested packages: an access deep inside reaches every package presenter (§10.5)")
+        @Test("Nested packages: an access deep inside reaches every package presenter")
         func nestedPackages() throws {
             let center = Fixture.center()
             let outer = TestPresenter("/p/A.bundle"), inner = TestPresenter("/p/A.bundle/B.bundle")
@@ -240,7 +240,7 @@ extension CoordinationTests {
             #expect(unrelated.log.all.isEmpty)
         }
 
-        @Test("A move: didMove to the item, subitemDidMove to its directory, rewritten paths inside, later events at the new path (§10.21)")
+        @Test("A move: didMove to the item, subitemDidMove to its directory, rewritten paths inside, later events at the new path")
         func moves() throws {
             let scratch = CoordinationScratch()
             let d = scratch.directory("d")
@@ -272,7 +272,7 @@ extension CoordinationTests {
             #expect(child.log.all.contains("relinquishToWriter"))
         }
 
-        @Test("Trash, restore, trash, empty: didMove, didMove, didMove, accommodate deletion, didDelete (§10.22)")
+        @Test("Trash, restore, trash, empty: didMove, didMove, didMove, accommodate deletion, didDelete")
         func trashRoundTrip() throws {
             let scratch = CoordinationScratch()
             let f = scratch.file("note.txt", "x")
@@ -300,7 +300,7 @@ extension CoordinationTests {
             #expect(center.presenters.presentedPath(of: presenter) == FilePath(trashed))
         }
 
-        @Test("Registered inside a coordinated read, a presenter hears the next write; removing an unknown one is harmless (§10.23)")
+        @Test("Registered inside a coordinated read, a presenter hears the next write; removing an unknown one is harmless")
         func registrationInsideRead() throws {
             let scratch = CoordinationScratch()
             let f = scratch.file("f", "1")
@@ -323,7 +323,7 @@ extension CoordinationTests {
             #expect(!FileCoordinator.filePresenters.contains { $0 === shared })
         }
 
-        @Test("A presenter of a path that does not exist yet is bound when the item is created; a nil URL is bound by its own write (§10.24)")
+        @Test("A presenter of a path that does not exist yet is bound when the item is created; a nil URL is bound by its own write")
         func bindingOnCreation() throws {
             let scratch = CoordinationScratch()
             let dir = scratch.directory("d")
@@ -348,7 +348,7 @@ extension CoordinationTests {
             #expect(untitled.log.all.isEmpty)
         }
 
-        @Test("One presenter's events arrive in commit order, also from concurrent announcers (§10.25)")
+        @Test("One presenter's events arrive in commit order, also from concurrent announcers")
         func commitOrder() throws {
             let center = Fixture.center()
             let dir = TestPresenter("/p/d")
@@ -379,7 +379,7 @@ extension CoordinationTests {
             #expect(file.log.all == ["didChange", "didMove /p/g", "didChange", "didDelete"])
         }
 
-        @Test("cancel() while presenters are being asked: the block never runs, EINTR, cancel returns at once (§10.9)")
+        @Test("cancel() while presenters are being asked: the block never runs, EINTR, cancel returns at once")
         func cancelWhileAskingPresenters() throws {
             let center = Fixture.center()
             let hold = DispatchSemaphore(value: 0)
@@ -412,7 +412,7 @@ extension CoordinationTests {
             #expect(slow.log.wait(for: "reacquire"))
         }
 
-        @Test("A batch asks each presenter inside once; nested calls add nothing; the completion ends it (§10.10)")
+        @Test("A batch asks each presenter inside once; nested calls add nothing; the completion ends it")
         func batch() throws {
             let scratch = CoordinationScratch()
             let dir = scratch.directory("d")
@@ -438,7 +438,7 @@ extension CoordinationTests {
             #expect(px.log.count("save") == 1)
         }
 
-        @Test("A batch whose completion is never called ends at the deadline (§10.10)")
+        @Test("A batch whose completion is never called ends at the deadline")
         func batchDeadline() throws {
             let scratch = CoordinationScratch()
             let f = scratch.file("f")

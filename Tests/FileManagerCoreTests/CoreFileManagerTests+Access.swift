@@ -3,7 +3,7 @@ import Glibc
 import SystemPackage
 import Testing
 
-/// Reference file-manager §7, contract tests 15 and 16 (and isDeletable's Linux rule).
+/// docs/SEMANTICS.md §8 (and isDeletable's Linux rule).
 @Suite("CoreFileManager: existence and access")
 struct CoreFileManagerAccessTests {
     let fm = CoreFileManager()

@@ -3,7 +3,7 @@ import Glibc
 import SystemPackage
 import Testing
 
-/// Reference file-manager §7, contract tests 18, 19, 21 (type part), 23 and 24.
+/// docs/SEMANTICS.md §8.
 @Suite("CoreFileManager: attributes, contents, display names")
 struct CoreFileManagerAttributesTests {
     let fm = CoreFileManager()

@@ -3,7 +3,7 @@ import Glibc
 import SystemPackage
 import Testing
 
-/// Reference file-manager §7, contract tests 6 (copy and move), 7, 8 and 9 (in part).
+/// docs/SEMANTICS.md §8.
 @Suite("CoreFileManager: copy, move, link")
 struct CoreFileManagerCopyMoveLinkTests {
     let fm = CoreFileManager()

@@ -3,7 +3,7 @@ import Glibc
 import SystemPackage
 import Testing
 
-/// Reference file-manager §7, contract tests 1–4 and 25: creating directories and files.
+/// docs/SEMANTICS.md §8: creating directories and files.
 @Suite("CoreFileManager: creating")
 struct CoreFileManagerCreatingTests {
     let fm = CoreFileManager()

@@ -3,7 +3,7 @@ import Glibc
 import SystemPackage
 import Testing
 
-/// Reference file-manager §3.2 and containers-and-wrappers.md §4: listings and enumerators.
+/// docs/SEMANTICS.md §8.3: listings and enumerators.
 @Suite("CoreFileManager: listing and enumeration")
 struct CoreFileManagerEnumerationTests {
     let fm = CoreFileManager()

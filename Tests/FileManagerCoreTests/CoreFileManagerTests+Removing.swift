@@ -3,7 +3,7 @@ import Glibc
 import SystemPackage
 import Testing
 
-/// Reference file-manager §7, contract tests 5 and 6 (removal part): removing.
+/// docs/SEMANTICS.md §8: removing.
 @Suite("CoreFileManager: removing")
 struct CoreFileManagerRemovingTests {
     let fm = CoreFileManager()

@@ -3,7 +3,7 @@ import Glibc
 import SystemPackage
 import Testing
 
-/// Reference file-manager §7, contract tests 10 and 11: replaceItem.
+/// docs/SEMANTICS.md §8: replaceItem.
 @Suite("CoreFileManager: replacing")
 struct CoreFileManagerReplacingTests {
     let fm = CoreFileManager()

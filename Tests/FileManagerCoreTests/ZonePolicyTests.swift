@@ -2,7 +2,7 @@ import FileManagerCore
 import SystemPackage
 import Testing
 
-@Suite("Zone policy (SPEC §1)")
+@Suite("Zone policy (docs/SEMANTICS.md §1)")
 struct ZonePolicyTests {
     let c: Zone.ContainerKey = 42
     let other: Zone.ContainerKey = 43
@@ -26,7 +26,7 @@ struct ZonePolicyTests {
             #expect(errnoOf { try Zone.layout(c, .bundle).checkCreate(name) } == .readOnlyFileSystem)
         }
         #expect(errnoOf { try Zone.layout(c, .bundle).checkRemove(child: .bundle(c)) } == .readOnlyFileSystem)
-        // The bundle directory itself is a standard directory: EACCES before EROFS (SPEC §1).
+        // The bundle directory itself is a standard directory: EACCES before EROFS (docs/SEMANTICS.md §1).
         #expect(errnoOf { try Zone.container(c).checkRemove(child: .layout(c, .bundle)) } == .permissionDenied)
     }
 

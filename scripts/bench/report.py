@@ -4,7 +4,7 @@
 usage: report.py [--fs LABEL[,LABEL...]] [--anchors native,passthrough_ll,passthrough_ll_wb[,passthrough_ll_xattr]]
                  [--rounds N] [--workloads LIST] [--check-only] RESULTS_DIR
 
-Reads the result files ../shared/bench/fsbench.sh and sqlbench.sh wrote into RESULTS_DIR
+Reads the result files fsbench.sh and sqlbench.sh wrote into RESULTS_DIR
 (LABEL.rN.txt; LABEL.tree.rN.txt, the tree workload's pass of its own; LABEL.sqlite.rN.txt:
 lines "LABEL METRIC VALUE UNIT", '#' notes), the
 daemon memory samples of rss-exec.sh (RESULTS_DIR/rss/LABEL.PID.rss) and the progress logs

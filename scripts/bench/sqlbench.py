@@ -4,7 +4,7 @@
 usage: sqlbench.py DIR [SCALE]
 
 Creates DIR (must not exist), runs the phases below against databases in it and prints
-one line per phase, like ../../shared/bench/metabench.c:
+one line per phase, like metabench.c:
 
     <phase> <ops> <seconds> <ops_per_second>
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# sqlbench.sh - the SQLite workload of scripts/bench.sh, run the way ../shared/bench/fsbench.sh
+# sqlbench.sh - the SQLite workload of scripts/bench.sh, run the way fsbench.sh
 # runs its workloads: mount, run sqlbench.py in a fresh work directory, unmount, print
 #
 #     LABEL sqlite_PHASE VALUE UNIT          (+ sqlite.cpu_client / sqlite.cpu_fs in s)

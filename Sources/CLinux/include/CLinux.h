@@ -120,5 +120,16 @@ void clinux_name_this_thread(const char *name);
 int clinux_forward_signals(int child);
 /* Waits for `child` (retrying EINTR); its exit status, or 128 + the signal that killed it. */
 int clinux_wait_status(int child);
+/* MARK: epoll, with the (packed on x86-64) struct epoll_event kept on the C side.
+   `events`: EPOLLIN etc.; `key`: what clinux_epoll_wait hands back for the descriptor. */
+extern const uint32_t clinux_EPOLLIN, clinux_EPOLLRDHUP, clinux_EPOLLHUP, clinux_EPOLLERR;
+int clinux_epoll_create(void);
+int clinux_epoll_add(int epfd, int fd, uint32_t events, uint64_t key);
+int clinux_epoll_modify(int epfd, int fd, uint32_t events, uint64_t key);
+int clinux_epoll_remove(int epfd, int fd);
+/* Waits up to `timeout_ms`; fills keys[i] and events[i]; returns the count, or -1 (errno). */
+int clinux_epoll_wait(int epfd, uint64_t *keys, uint32_t *events, int max, int timeout_ms);
+/* accept4 with SOCK_NONBLOCK | SOCK_CLOEXEC. */
+int clinux_accept_nonblocking(int fd);
 
 #endif

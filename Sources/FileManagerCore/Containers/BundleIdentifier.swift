@@ -31,7 +31,7 @@ public struct BundleIdentifier: Sendable, Hashable, CustomStringConvertible {
     }
 
     /// The bundle directory's name: the last label, capitalised, plus `.app`
-    /// (`com.example.notes` → `Notes.app`), as SPEC §1 shows.
+    /// (`com.example.notes` → `Notes.app`), as docs/SEMANTICS.md §1 shows.
     public var bundleDirectoryName: String {
         let last = rawValue.split(separator: ".").last.map(String.init) ?? rawValue
         return last.prefix(1).uppercased() + last.dropFirst() + ".app"

@@ -10,7 +10,7 @@ public struct ContainerRecord: Sendable, Codable, Equatable {
     public var created: Double
 }
 
-/// Creates, lists and removes containers in a store (SPEC §1, §2).
+/// Creates, lists and removes containers in a store (docs/SEMANTICS.md §1, §2).
 ///
 /// A container becomes visible in one step: it is built under `.staging/`, then renamed into
 /// `containers/` with `RENAME_NOREPLACE`; its record is written after. A crash in between
@@ -21,7 +21,7 @@ public struct ContainerRegistry: Sendable {
     public init(store: Store) { self.store = store }
 
     /// Builds a container with the standard layout, owned by `caller`: the root 0700, its
-    /// directories 0755 (reference containers-and-wrappers §1.5). `bundleSource` is copied
+    /// directories 0755 (docs/SEMANTICS.md §1.2). `bundleSource` is copied
     /// into the bundle directory; `warning` hears of what the copy left out (FIFOs,
     /// sockets, devices), once the container is made.
     @discardableResult
@@ -57,7 +57,7 @@ public struct ContainerRegistry: Sendable {
                 }
             }
             try Syscall.renameat2(store.stagingFD, staging, store.containersFD, id.rawValue, RENAME_NOREPLACE)
-            // Acknowledged means durable (SPEC §6): the new entry reaches the disk first.
+            // Acknowledged means durable (docs/SEMANTICS.md §6): the new entry reaches the disk first.
             store.syncDirectory(store.containersFD)
         } catch let error as FileManagerError {
             try? TreeRemoval.remove(store.stagingFD, staging)
@@ -174,7 +174,7 @@ public struct ContainerRegistry: Sendable {
         return st.st_uid
     }
 
-    /// Deletes a container and everything in it (SPEC §2 `container remove --permanently`).
+    /// Deletes a container and everything in it (docs/SEMANTICS.md §2 `container remove --permanently`).
     /// The directory is first renamed into `.staging/` so that it disappears in one step;
     /// a crash during the recursive delete leaves only staging debris. A stray entry under
     /// the id (see `owner(of:)`) goes the same way: the rename and the removal act on the
@@ -211,7 +211,7 @@ public struct ContainerRegistry: Sendable {
         }
     }
 
-    /// Purges every container's `tmp/` of entries not modified for `age` seconds (SPEC §1:
+    /// Purges every container's `tmp/` of entries not modified for `age` seconds (docs/SEMANTICS.md §1:
     /// at mount, items older than 3 days; nothing is open then). Returns how many items went.
     @discardableResult
     public func purgeTemporaryItems(olderThan age: Double) -> Int {

@@ -6,14 +6,19 @@ import Synchronization
 /// never what it says), a way to push messages to it at any time (presenter events and
 /// before-access requests), and what to undo when it goes away (presenters, claims).
 ///
-/// Sendable note: the descriptor is written under `writeLock` only; `closeHandlers` under
+/// Sendable note: the descriptor is written and closed under `writeLock` only (so a push
+/// from another thread never meets a closed or reused descriptor); `closeHandlers` under
 /// its own lock.
 public final class ControlConnection: @unchecked Sendable {
     public let caller: Caller
     let fd: CInt
-    private let writeLock = Mutex(())
+    /// Protects writes to `fd` and its closing; true once closed.
+    private let writeLock = Mutex(false)
     private let closeHandlers = Mutex<[@Sendable () -> Void]>([])
     private let closed = Atomic<Bool>(false)
+    /// Set once a claim or a presenter is registered on the connection (an `onClose`
+    /// handler): such a connection is long-lived by design and never dropped as idle.
+    private let holding = Atomic<Bool>(false)
 
     init(fd: CInt, caller: Caller) {
         self.fd = fd
@@ -22,6 +27,7 @@ public final class ControlConnection: @unchecked Sendable {
 
     /// Runs `handler` once when the client disconnects (or its process dies).
     public func onClose(_ handler: @escaping @Sendable () -> Void) {
+        holding.store(true, ordering: .releasing)
         let runNow = closeHandlers.withLock { handlers -> Bool in
             if closed.load(ordering: .acquiring) { return true }
             handlers.append(handler)
@@ -29,6 +35,9 @@ public final class ControlConnection: @unchecked Sendable {
         }
         if runNow { handler() }
     }
+
+    /// Whether the connection holds a claim or a presenter (or did).
+    var holdsResources: Bool { holding.load(ordering: .acquiring) }
 
     func didClose() {
         guard !closed.exchange(true, ordering: .acquiringAndReleasing) else { return }
@@ -40,24 +49,63 @@ public final class ControlConnection: @unchecked Sendable {
         for h in handlers { h() }
     }
 
+    /// Closes the descriptor once no send is using it. Call `shutdown` first to end a send
+    /// waiting for a client that does not read.
+    func closeDescriptor() {
+        writeLock.withLock { fdClosed in
+            guard !fdClosed else { return }
+            fdClosed = true
+            close(fd)
+        }
+    }
+
     public var isClosed: Bool { closed.load(ordering: .acquiring) }
 
-    /// Sends one JSON object as a line; false when the client is gone.
+    /// How long a send waits for a client that does not read before giving up on it.
+    static let sendPatience: Int32 = 10_000
+
+    /// Sends one JSON object as a line; false when the client is gone, or has not read for
+    /// `sendPatience` ms (then the connection is shut down: its loop drops it).
     @discardableResult
     public func send<T: Encodable>(_ message: T) -> Bool {
-        guard !isClosed, var data = try? JSONEncoder().encode(message) else { return false }
+        guard !isClosed, let data = Self.line(message) else { return false }
+        return writeLock.withLock { fdClosed in
+            !fdClosed && write(data, waitingUpTo: Self.sendPatience)
+        }
+    }
+
+    /// Sends without waiting, from the event loop: false when the line does not fit in the
+    /// socket's buffer at once, or another thread is sending.
+    @discardableResult
+    func trySend<T: Encodable>(_ message: T) -> Bool {
+        guard let data = Self.line(message) else { return false }
+        return writeLock.withLockIfAvailable { fdClosed in
+            !fdClosed && write(data, waitingUpTo: 0)
+        } ?? false
+    }
+
+    private static func line<T: Encodable>(_ message: T) -> Data? {
+        guard var data = try? JSONEncoder().encode(message) else { return nil }
         data.append(10)
-        return writeLock.withLock { _ in
-            data.withUnsafeBytes { raw in
-                var off = 0
-                while off < raw.count {
-                    let n = Glibc.send(fd, raw.baseAddress! + off, raw.count - off, Int32(MSG_NOSIGNAL))
-                    if n < 0 && errno == EINTR { continue }
-                    if n <= 0 { return false }
-                    off += n
+        return data
+    }
+
+    /// The socket is non-blocking (the event loop reads it): a full buffer waits in poll.
+    private func write(_ data: Data, waitingUpTo milliseconds: Int32) -> Bool {
+        data.withUnsafeBytes { raw in
+            var off = 0
+            while off < raw.count {
+                let n = Glibc.send(fd, raw.baseAddress! + off, raw.count - off, Int32(MSG_NOSIGNAL | MSG_DONTWAIT))
+                if n > 0 { off += n; continue }
+                if n < 0 && errno == EINTR { continue }
+                if n < 0 && errno == EAGAIN && milliseconds > 0 {
+                    var p = pollfd(fd: fd, events: Int16(POLLOUT), revents: 0)
+                    if poll(&p, 1, milliseconds) == 1 && p.revents & Int16(POLLOUT) != 0 { continue }
                 }
-                return true
+                shutdown(fd, Int32(SHUT_RDWR))  // not reading, or gone: the loop drops it
+                return false
             }
+            return true
         }
     }
 }

@@ -1,6 +1,6 @@
 import SystemPackage
 
-/// How a claim competes for its key (reference coordination.md §4.1, §8.3).
+/// How a claim competes for its key (docs/SEMANTICS.md §3.1).
 public enum ClaimMode: Sendable, Hashable {
     /// Shares with reads of the same item (R1).
     case read
@@ -14,7 +14,7 @@ public enum ClaimMode: Sendable, Hashable {
 /// How long a granted claim may be held, which matters only to deadlock detection.
 public enum ClaimLifetime: Sendable, Hashable {
     /// A FUSE callback's short claim: held only while one operation runs, never while
-    /// waiting for another claim, so it can never be the held half of a deadlock (§8.3).
+    /// waiting for another claim, so it can never be the held half of a deadlock (docs/SEMANTICS.md §3.1).
     case callback
     /// An explicit claim (`containerfs coordinate`, the Swift API) that lasts while its
     /// holder may go on to wait for other claims.
@@ -36,7 +36,7 @@ public struct Claim: Sendable, Hashable {
     /// claim table never looks at it.
     public var path: FilePath?
     /// The mode the claim table uses, computed once: a subtree write on a directory, and
-    /// a plain write for a "subtree" option on a file (L684) or inside a package (R2: the
+    /// a plain write for a "subtree" option on a file  or inside a package (R2: the
     /// package is the item).
     public let mode: ClaimMode
 
@@ -72,7 +72,7 @@ public struct Claim: Sendable, Hashable {
     var isRead: Bool { mode == .read }
 
     /// Whether this claim and `other`, made for different purposes, cannot be granted
-    /// together: the conflict matrix of §4.2 on the keys R2 gives.
+    /// together: the conflict matrix of docs/SEMANTICS.md §3.1 on the keys R2 gives.
     @inline(__always)
     func conflicts(with other: Claim) -> Bool {
         let a = target.chain, b = other.target.chain

@@ -1,19 +1,19 @@
 import Dispatch
 import Synchronization
 
-/// The arbiter of coordinated access (reference coordination.md §4, §8.3): which claims are
+/// The arbiter of coordinated access (docs/SEMANTICS.md §3.1): which claims are
 /// granted, who waits for whom, and how waiting ends.
 ///
 /// Rules:
-/// - the conflict matrix of §4.2 between claims of **different purposes**; claims of one
+/// - the conflict matrix of docs/SEMANTICS.md §3.1 between claims of **different purposes**; claims of one
 ///   purpose never conflict (R5, R6);
 /// - FIFO: a request also waits for earlier *waiting* requests it conflicts with, so
 ///   writers do not starve and, once a subtree write is queued, later accesses inside it
-///   wait behind it (L683). Exception, to keep a purpose from deadlocking on itself: a
+///   wait behind it . Exception, to keep a purpose from deadlocking on itself: a
 ///   waiter that is (transitively) waiting for a claim the requester's purpose holds is
 ///   not waited for;
 /// - a request for several items is granted all at once or not at all, so no request ever
-///   holds one item while waiting for another (§6.2);
+///   holds one item while waiting for another (docs/SEMANTICS.md §3.1);
 /// - a request whose wait would close a cycle in the wait-for graph between purposes fails
 ///   with `.deadlock` (EDEADLK); the graph is checked on every enqueue and after every
 ///   grant (`DeadlockDetector`).

@@ -8,7 +8,7 @@
 ///
 /// Packages (R2): `packageMask` marks which elements of the chain are package directories.
 /// The claim table keys a claim inside a package on its **outermost** package; presenter
-/// selection uses every marked element, so nested packages all hear about it (L206).
+/// selection uses every marked element, so nested packages all hear about it .
 /// Packages deeper than 64 levels are not marked (the mask is one word, to stay free of
 /// allocation); such an item is then coordinated as an ordinary item.
 public struct ClaimTarget: Sendable, Hashable {
@@ -78,7 +78,7 @@ public struct ClaimTarget: Sendable, Hashable {
 }
 
 extension ClaimTarget: Comparable {
-    /// The canonical order of multi-item claims (§6.2): ancestors before descendants, then
+    /// The canonical order of multi-item claims (docs/SEMANTICS.md §3.1): ancestors before descendants, then
     /// by identity. The claim table grants all items of one request atomically, so order
     /// cannot cause a deadlock there; it fixes the order presenters and logs see.
     public static func < (a: ClaimTarget, b: ClaimTarget) -> Bool {

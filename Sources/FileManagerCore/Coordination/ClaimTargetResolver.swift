@@ -38,7 +38,7 @@ public struct ResolvedClaimTarget: Sendable, Hashable {
 /// paths collide with probability 2⁻⁶⁴. The daemon's inode resolver has none of these.
 ///
 /// Packages: a directory whose name ends in one of `packageExtensions` (case-insensitive),
-/// or that carries the xattr `user.containerfs.package=1` (SPEC §1). A name that does not
+/// or that carries the xattr `user.containerfs.package=1` (docs/SEMANTICS.md §1). A name that does not
 /// exist yet but has a package extension counts as a package (it is being created).
 public struct PathClaimResolver: ClaimTargetResolver {
     public static let defaultPackageExtensions: Set<String> = ["app", "bundle", "rtfd", "pages"]

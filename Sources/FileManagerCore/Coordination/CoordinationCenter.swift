@@ -3,7 +3,7 @@ import Synchronization
 import SystemPackage
 
 /// One arbiter of coordinated access: a claim table, a presenter registry and the
-/// before-access protocol that joins them (reference coordination.md §8.1). The daemon
+/// before-access protocol that joins them (docs/SEMANTICS.md §3). The daemon
 /// makes one per mount with its inode resolver; the in-process Swift API uses `shared`.
 ///
 /// An access goes: claim queued and granted (`ClaimTable`) → presenters asked in parallel
@@ -11,7 +11,7 @@ import SystemPackage
 /// the caller runs the operation, announces what it committed, and ends the access (which
 /// releases the claim and sends reacquirers).
 public final class CoordinationCenter: Sendable {
-    /// Deadlines (reference §8.7: claim wait 30 s, presenter answer 5 s).
+    /// Deadlines (docs/SEMANTICS.md §3.4: claim wait 30 s, presenter answer 5 s).
     public struct Configuration: Sendable {
         /// How long a Swift-API access waits for its claim before `.timedOut`; nil waits
         /// for ever (Apple's behaviour). The daemon passes its own deadline per request.
@@ -63,7 +63,7 @@ public final class CoordinationCenter: Sendable {
     /// conflicting claim, a presenter's answering thread, a timer thread or `cancel`'s.
     ///
     /// - `accessorUID`: the caller's uid through the mount; presenters of other uids (except
-    ///   root's) are not asked and cannot refuse (SPEC §3). Nil: everyone is asked.
+    ///   root's) are not asked and cannot refuse (docs/SEMANTICS.md §3). Nil: everyone is asked.
     /// - `lifetime`: `.callback` for a FUSE operation's short claim, `.explicit` otherwise.
     /// - `nonBlocking`, `deadline`: see `ClaimTable.request`. The deadline covers the wait
     ///   for the claim; presenters have `configuration.presenterTimeout` on top.
@@ -97,7 +97,7 @@ public final class CoordinationCenter: Sendable {
     }
 
     /// Asks presenters as an access of `claims` would, but takes no claim: the batch
-    /// preparation of `prepare(forReadingItemsAt:…)` (§6.3), which reaches everything
+    /// preparation of `prepare(forReadingItemsAt:…)` (docs/SEMANTICS.md §3.5), which reaches everything
     /// inside the items.
     func preparePresenters(
         for claims: [Claim], purpose: Purpose, accessorUID: UInt32?,

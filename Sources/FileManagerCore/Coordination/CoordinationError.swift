@@ -1,7 +1,7 @@
 import SystemPackage
 
 /// Why a coordinated access did not happen. The accessor (block, FUSE operation) never
-/// runs when one of these is reported (reference coordination.md §2.2, §8.7).
+/// runs when one of these is reported (docs/SEMANTICS.md §3.5, §3.4).
 public enum CoordinationError: Error, Sendable, Hashable {
     /// The waiter was cancelled: `FileCoordinator.cancel()`, task cancellation, or a
     /// FUSE_INTERRUPT for the waiting request (EINTR; Apple's `NSUserCancelledError`).
@@ -13,12 +13,12 @@ public enum CoordinationError: Error, Sendable, Hashable {
     /// Waiting would close a cycle in the wait-for graph between purposes; the newest
     /// waiter of the cycle gets this (EDEADLK, as `F_SETLKW` does).
     case deadlock
-    /// A presenter answered its before-access request with an error (L226). The errno is
+    /// A presenter answered its before-access request with an error . The errno is
     /// the presenter's own when it names EBUSY, EACCES, EPERM or EAGAIN, else EBUSY.
     case presenterFailed(Errno)
-    /// A coordination call made from inside a block that forbids nesting (§6.1).
+    /// A coordination call made from inside a block that forbids nesting (docs/SEMANTICS.md §3.5).
     case nestingNotAllowed
-    /// A nil or empty purpose identifier (L147–150).
+    /// A nil or empty purpose identifier .
     case invalidPurpose
 
     /// The errno this error becomes through the mount. A switch, never arithmetic.
@@ -43,7 +43,7 @@ public enum CoordinationError: Error, Sendable, Hashable {
         return FileManagerError.errno(of: error)
     }
 
-    /// The errno a presenter's refusal fails the access with (§8.7): only the errnos that
+    /// The errno a presenter's refusal fails the access with (docs/SEMANTICS.md §3.4): only the errnos that
     /// make sense for "someone else is using this item" pass; everything else is EBUSY,
     /// so a presenter cannot make an open report, say, ENOENT.
     static func presenterErrno(_ error: any Error) -> Errno {

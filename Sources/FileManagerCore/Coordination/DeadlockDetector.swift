@@ -1,13 +1,13 @@
-/// Finds cycles in the wait-for graph between purposes (reference coordination.md §8.3).
+/// Finds cycles in the wait-for graph between purposes (docs/SEMANTICS.md §3.1).
 ///
 /// Nodes are purposes. A waiting request of P waits for Q when it is blocked by an
 /// **explicit** claim Q holds, or queued behind a waiting request that will become such a
 /// claim (an explicit request of Q), or behind any waiting request that itself waits for Q.
 /// Short `.callback` claims are never the held half of a wait: once granted they end
-/// without waiting for anything (§8.3), so FUSE traffic alone never reports a deadlock.
+/// without waiting for anything (docs/SEMANTICS.md §3.1), so FUSE traffic alone never reports a deadlock.
 ///
 /// A purpose stands for everything it holds and waits for (a client whose holder may be
-/// waiting for its own other request, as with concurrent intent calls, §10.12), so a cycle
+/// waiting for its own other request, as with concurrent intent calls), so a cycle
 /// P → … → P means none of its purposes can move: the newest waiter on it fails with
 /// EDEADLK, as POSIX `F_SETLKW` fails the request that would complete the cycle.
 ///

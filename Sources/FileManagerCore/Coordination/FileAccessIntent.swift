@@ -4,7 +4,7 @@ import SystemPackage
 /// One item of an access made with `FileCoordinator.coordinate(with:queue:byAccessor:)`:
 /// Apple's NSFileAccessIntent. Its `url` is kept current: a coordinated move announced while
 /// the access waits or runs (`item(at:didMoveTo:)`, or the daemon's rename fan-out)
-/// rewrites it, and the access always uses the current value (L186–190).
+/// rewrites it, and the access always uses the current value.
 public final class FileAccessIntent: Sendable {
     public enum Kind: Sendable, Hashable {
         case reading(CoordinatedReadingOptions)

@@ -3,7 +3,7 @@ import Glibc
 import Synchronization
 import SystemPackage
 
-// MARK: - Asynchronous forms: waiting never blocks a thread (reference coordination.md §8.8)
+// MARK: - Asynchronous forms: waiting never blocks a thread (docs/SEMANTICS.md §3.5)
 
 extension FileCoordinator {
     /// `coordinate(readingItemAt:options:byAccessor:)` for Swift concurrency: the task is
@@ -28,14 +28,14 @@ extension FileCoordinator {
 
     /// Any mix of reads and writes in one access, for Swift concurrency: the accessor gets
     /// the intents' current paths, in order. Prefer one call with several intents to
-    /// several concurrent calls (L196–199).
+    /// several concurrent calls .
     nonisolated(nonsending)
     public func coordinate<R>(with intents: [FileAccessIntent],
                               byAccessor accessor: ([FilePath]) async throws -> R) async throws -> R {
         try await perform(intents: intents, accessor)
     }
 
-    /// Apple's `coordinate(with:queue:byAccessor:)` (L158–233): returns at once; when the
+    /// Apple's `coordinate(with:queue:byAccessor:)` : returns at once; when the
     /// access is granted and prepared (or has failed), `accessor` runs on `queue` with nil
     /// (use each intent's `url` then) or the error (then do not touch the items). The
     /// access lasts until the accessor returns: do not hand the items to other threads.

@@ -3,10 +3,10 @@ import Glibc
 import Synchronization
 import SystemPackage
 
-// MARK: - Batch preparation (reference coordination.md §6.3)
+// MARK: - Batch preparation (docs/SEMANTICS.md §3.5)
 
 extension FileCoordinator {
-    /// Prepares presenters once for a batch of reads and writes (L486–553): every presenter
+    /// Prepares presenters once for a batch of reads and writes : every presenter
     /// of the items **and of everything inside them** gets one request (save unless
     /// `.withoutChanges` for reads; save for `.forMerging` writes; relinquish; accommodate
     /// deletion), then `batchAccessor` runs and must make the individual coordinated calls

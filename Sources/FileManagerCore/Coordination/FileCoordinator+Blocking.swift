@@ -3,7 +3,7 @@ import Glibc
 import Synchronization
 import SystemPackage
 
-// MARK: - The synchronous API (reference coordination.md §2.2)
+// MARK: - The synchronous API (docs/SEMANTICS.md §3.5)
 
 extension FileCoordinator {
     /// Reads the item at `url` once no conflicting access runs and its presenters have
@@ -11,7 +11,7 @@ extension FileCoordinator {
     /// use (after a move while waiting, or `.resolvesSymbolicLink`, it differs from `url`).
     /// Throws without running the accessor when coordination fails; rethrows its errors.
     ///
-    /// `.immediatelyAvailableMetadataOnly` takes no claim and asks nobody (§8.5);
+    /// `.immediatelyAvailableMetadataOnly` takes no claim and asks nobody (docs/SEMANTICS.md §3.3);
     /// `.forUploading` copies the item under the claim, releases it, and hands the accessor
     /// the copy, removed when it returns.
     // `@_disfavoredOverload` (an underscored attribute, used on purpose): every blocking
@@ -44,7 +44,7 @@ extension FileCoordinator {
     }
 
     /// Reads one item and writes another in one access: both claims are granted together
-    /// (never one held while waiting for the other, L419). The accessor may nest
+    /// (never one held while waiting for the other). The accessor may nest
     /// single-item calls.
     @_disfavoredOverload
     public func coordinate<R>(readingItemAt readingURL: FilePath, options readingOptions: ReadingOptions = [],
@@ -57,7 +57,7 @@ extension FileCoordinator {
     }
 
     /// Writes two items in one access (a move: `.forMoving` on the source, `.forReplacing`
-    /// on the destination, §7). Both claims are granted together (L476).
+    /// on the destination, docs/SEMANTICS.md §3.6). Both claims are granted together .
     @_disfavoredOverload
     public func coordinate<R>(writingItemAt url1: FilePath, options options1: WritingOptions = [],
                               writingItemAt url2: FilePath, options options2: WritingOptions = [],

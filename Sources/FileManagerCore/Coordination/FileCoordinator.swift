@@ -4,17 +4,17 @@ import Synchronization
 import SystemPackage
 
 /// Coordinates reading and writing of files and directories with other coordinators and
-/// presenters: Apple's NSFileCoordinator (reference coordination.md §2) for Linux, with
+/// presenters: Apple's NSFileCoordinator (docs/SEMANTICS.md §3.5) for Linux, with
 /// paths as `FilePath` and errors thrown (`CoordinationError`, or the accessor's own).
 ///
 /// - The blocking methods (`FileCoordinator+Blocking.swift`) wait on the calling thread,
 ///   run the accessor, and return after it; never call them on a FUSE worker or from
 ///   Swift concurrency — use the `async` forms (`FileCoordinator+Async.swift`) there.
-/// - Purposes (§8.2): accesses of one coordinator never block each other (R5), nor those of
+/// - Purposes (docs/SEMANTICS.md §3.5): accesses of one coordinator never block each other (R5), nor those of
 ///   coordinators with the same `purposeIdentifier` (R6); coordinators made with the same
-///   presenter share its purpose (L144); otherwise each coordinator has its own, so two
+///   presenter share its purpose ; otherwise each coordinator has its own, so two
 ///   coordinators of one process exclude each other, as in Apple's API.
-/// - Nesting (§6.1), per thread: nothing may be nested in a single-item read block; one
+/// - Nesting (docs/SEMANTICS.md §3.5), per thread: nothing may be nested in a single-item read block; one
 ///   nested read of the same item is allowed in a single-item write block; compound blocks
 ///   may nest single-item calls; batches may nest anything but a batch. Forbidden nesting
 ///   throws `.nestingNotAllowed`, never traps. Nested calls never wait for the enclosing
@@ -25,7 +25,7 @@ import SystemPackage
 ///   accessor reported a move with `item(at:didMoveTo:)`. Announcements go out while the
 ///   claim is still held, so presenters see them in commit order.
 ///
-/// Use a coordinator for one operation, on one thread at a time (L10, L27); `cancel()`
+/// Use a coordinator for one operation, on one thread at a time ; `cancel()`
 /// may be called from any thread.
 public final class FileCoordinator: Sendable {
     public typealias ReadingOptions = CoordinatedReadingOptions
@@ -91,13 +91,13 @@ public final class FileCoordinator: Sendable {
 
     // MARK: - Purpose and deadline
 
-    /// The purpose of this coordinator's accesses (L134–156): a unique string unless set,
+    /// The purpose of this coordinator's accesses : a unique string unless set,
     /// the presenter's when made with one.
     public var purposeIdentifier: String { state.withLock { $0.identifier } }
 
     /// Sets `purposeIdentifier`: coordinators with the same identifier never block each
     /// other, even in different subsystems. Nil and empty are refused (`.invalidPurpose`).
-    /// Do not set one on a coordinator made with a presenter (L144).
+    /// Do not set one on a coordinator made with a presenter .
     public func setPurposeIdentifier(_ identifier: String?) throws(CoordinationError) {
         guard let identifier else { throw .invalidPurpose }
         let purpose = try Purpose(identifier: identifier)
@@ -119,12 +119,12 @@ public final class FileCoordinator: Sendable {
 
     // MARK: - Presenters (process-wide, on `CoordinationCenter.shared`)
 
-    /// Registers `presenter` with the shared center (L74–97).
+    /// Registers `presenter` with the shared center .
     public static func addFilePresenter(_ presenter: any FilePresenter) {
         CoordinationCenter.shared.presenters.add(presenter)
     }
 
-    /// Unregisters `presenter`; nothing happens if it is not registered (L100–119).
+    /// Unregisters `presenter`; nothing happens if it is not registered .
     public static func removeFilePresenter(_ presenter: any FilePresenter) {
         CoordinationCenter.shared.presenters.remove(presenter)
     }
@@ -137,7 +137,7 @@ public final class FileCoordinator: Sendable {
     // MARK: - Cancel and moves
 
     /// Cancels every coordination call of this coordinator that has not started its block
-    /// (L602–618): each throws `.cancelled` and its block never runs. Blocks already running
+    /// : each throws `.cancelled` and its block never runs. Blocks already running
     /// are not interrupted; their calls return when they finish. Returns at once.
     public func cancel() {
         let tickets = state.withLock { s -> [AccessTicket] in
@@ -151,7 +151,7 @@ public final class FileCoordinator: Sendable {
         for t in tickets { center.cancel(t) }
     }
 
-    /// Tells presenters that the item at `oldURL` is now at `newURL` (L578–600): call it
+    /// Tells presenters that the item at `oldURL` is now at `newURL` : call it
     /// inside the coordinated write block that moved it. The item's presenters (and, for a
     /// directory, those inside it) get `presentedItemDidMove(to:)` with their new paths;
     /// presenters of directories containing either location get `presentedSubitem(at:
@@ -172,7 +172,7 @@ public final class FileCoordinator: Sendable {
         center.announce(.moved(from: old, to: new), by: purpose)
     }
 
-    /// Sandbox extensions have no Linux counterpart: does nothing, as on iOS (L555–576).
+    /// Sandbox extensions have no Linux counterpart: does nothing, as on iOS .
     public func item(at oldURL: FilePath, willMoveTo newURL: FilePath) {}
 
     // MARK: - Calls and frames
@@ -201,7 +201,7 @@ public final class FileCoordinator: Sendable {
     }
 
     /// Throws if a call of `kind` on `paths` may not be made inside this thread's
-    /// innermost block (§6.1).
+    /// innermost block (docs/SEMANTICS.md §3.5).
     func checkNesting(_ kind: Frame.Kind, paths: [FilePath]) throws(CoordinationError) {
         let top = state.withLock { $0.frames[Self.currentThread]?.last }
         guard let top else { return }

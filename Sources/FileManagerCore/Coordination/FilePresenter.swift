@@ -2,7 +2,7 @@ import Dispatch
 import SystemPackage
 
 /// An object that presents an item to a user and takes part in coordination: Apple's
-/// NSFilePresenter (reference coordination.md §5.4) in Swift form, with paths as
+/// NSFilePresenter (docs/SEMANTICS.md §3.6) in Swift form, with paths as
 /// `FilePath`, plus ContainerFS's `presentedItemDidDelete`, `presentedSubitemDidDelete(at:)`
 /// and `presentedItemNeedsResync`.
 ///
@@ -20,7 +20,7 @@ import SystemPackage
 /// Presenters must be registered (`PresenterRegistry.add`, `FileCoordinator.addFilePresenter`)
 /// to be asked or told anything, and removed before they go away.
 public protocol FilePresenter: AnyObject, Sendable {
-    /// The presented item; nil until one exists (L60–65). Read at registration; afterwards
+    /// The presented item; nil until one exists . Read at registration; afterwards
     /// the registry follows moves itself and reports them through `presentedItemDidMove`.
     var presentedItemURL: FilePath? { get }
     /// Where the presenter's messages run (serially). Nil: a private serial queue.

@@ -1,8 +1,8 @@
 import SystemPackage
 
-/// What a presenter is asked to do before an access (reference coordination.md §5.1). One
+/// What a presenter is asked to do before an access (docs/SEMANTICS.md §3.6). One
 /// request names all its steps; the presenter performs them in the order save →
-/// accommodate deletion → relinquish (§5.3) and answers once.
+/// accommodate deletion → relinquish (docs/SEMANTICS.md §3.6) and answers once.
 public struct PresenterSteps: OptionSet, Sendable, Hashable {
     public let rawValue: UInt8
     public init(rawValue: UInt8) { self.rawValue = rawValue }
@@ -49,13 +49,13 @@ public struct PresenterRequest: Sendable, Hashable {
 /// A presenter's one answer to a `PresenterRequest`.
 public enum PresenterReply: Sendable {
     /// Done; the access may go ahead. `reacquirer`, if any, is called (on the presenter's
-    /// queue) when the access ends: Apple's reacquirer block of relinquish (§5.4).
+    /// queue) when the access ends: Apple's reacquirer block of relinquish (docs/SEMANTICS.md §3.6).
     case accepted(reacquirer: (@Sendable () -> Void)?)
     /// The presenter refuses: the access fails (`CoordinationError.presenterFailed`).
     case refused(any Error)
 }
 
-/// An after-the-fact message to one presenter (§5.2), delivered on its own serial queue in
+/// An after-the-fact message to one presenter (docs/SEMANTICS.md §3.6), delivered on its own serial queue in
 /// commit order, never for its own purpose's accesses.
 public enum PresenterNotification: Sendable, Hashable {
     /// The item's contents or attributes changed (`presentedItemDidChange`).
@@ -77,7 +77,7 @@ public enum PresenterNotification: Sendable, Hashable {
 }
 
 /// A committed change, announced once by whoever made it; the registry turns it into
-/// `PresenterNotification`s for each presenter concerned (§5.2, §7).
+/// `PresenterNotification`s for each presenter concerned (docs/SEMANTICS.md §3.6).
 public enum PresenterEvent: Sendable, Hashable {
     /// Contents or attributes of the item at the path changed.
     case changed(FilePath)

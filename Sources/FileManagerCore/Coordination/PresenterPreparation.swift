@@ -1,7 +1,7 @@
 import Dispatch
 import Synchronization
 
-/// The before-access protocol for one access (reference coordination.md §5.3, §8.7): every
+/// The before-access protocol for one access (docs/SEMANTICS.md §3.6, §3.4): every
 /// selected presenter is sent its one request at once, on its own queue; the access may
 /// run when all have answered. The first refusal fails it; at the deadline the presenters
 /// still silent are skipped (recorded as misses: `resync` later, unregistered after too

@@ -7,9 +7,9 @@ extension PresenterRegistry {
         let request: PresenterRequest
     }
 
-    /// The presenters to ask before an access of `claims` by `purpose` (§5.1), each with one
+    /// The presenters to ask before an access of `claims` by `purpose` (docs/SEMANTICS.md §3.6), each with one
     /// request naming all its steps:
-    /// - the target's presenter and the presenters of **every** enclosing package (L206):
+    /// - the target's presenter and the presenters of **every** enclosing package :
     ///   relinquish to reader/writer; save for a read without `withoutChanges` or a write
     ///   `forMerging`; accommodate deletion for `forDeleting`/`forReplacing` (a package
     ///   presenter gets the subitem form, naming the item);

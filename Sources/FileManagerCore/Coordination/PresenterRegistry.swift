@@ -13,7 +13,7 @@ import SystemPackage
 ///
 /// The registry follows each presenter's item itself: moves rewrite its path (and the paths
 /// of presenters inside a moved directory), a replaced or deleted item's presenter stays
-/// on the path (§7, §8.9).
+/// on the path (docs/SEMANTICS.md §3.6).
 ///
 /// Lock order: `entries` before `Entry.state`; `purposes` alone. No presenter code runs
 /// under any of them — messages are only *enqueued* on presenters' queues while `entries`
@@ -68,7 +68,7 @@ public final class PresenterRegistry: Sendable {
     private let entryCount = Atomic<Int>(0)
     private let nextEntryID = Atomic<UInt64>(1)
     let resolver: any ClaimTargetResolver
-    /// Consecutive missed deadlines after which a presenter is unregistered (§8.7).
+    /// Consecutive missed deadlines after which a presenter is unregistered (docs/SEMANTICS.md §3.4).
     let maximumMisses: Int
 
     init(resolver: any ClaimTargetResolver, maximumMisses: Int) {
@@ -80,9 +80,9 @@ public final class PresenterRegistry: Sendable {
 
     /// Registers `presenter` (once: a second add of the same object is ignored). `uid` is the
     /// user it acts for: only presenters of the accessor's uid, or root's, are asked before
-    /// an access and may delay or refuse it; others are only told afterwards (SPEC §3).
+    /// an access and may delay or refuse it; others are only told afterwards (docs/SEMANTICS.md §3).
     /// Register inside a coordinated read of the item to be sure not to miss a write that
-    /// starts meanwhile (L89–91).
+    /// starts meanwhile .
     /// `purpose` overrides the presenter's own (a presenter of another process, registered
     /// over the control socket, has that process's purpose).
     public func add(_ presenter: any FilePresenter, uid: UInt32 = getuid(), purpose: Purpose? = nil) {
@@ -97,7 +97,7 @@ public final class PresenterRegistry: Sendable {
         }
     }
 
-    /// Unregisters `presenter`; nothing happens if it is not registered (L110).
+    /// Unregisters `presenter`; nothing happens if it is not registered .
     public func remove(_ presenter: any FilePresenter) {
         entries.withLock { list in
             list.removeAll { $0.presenter === presenter }
@@ -118,7 +118,7 @@ public final class PresenterRegistry: Sendable {
         entries.withLock { list in list.first { $0.presenter === presenter }?.state.withLock { $0.path } }
     }
 
-    /// The purpose of `presenter`: coordinators created with it share it (L144), its own
+    /// The purpose of `presenter`: coordinators created with it share it , its own
     /// accesses never reach it (R7) and its saves pass the read that asked for them (R8).
     public func purpose(of presenter: any FilePresenter) -> Purpose {
         record(of: presenter).purpose
@@ -143,7 +143,7 @@ public final class PresenterRegistry: Sendable {
     }
 
     /// Gives a presenter that has no path yet the path its own coordinated write created
-    /// (L60–65: an untitled document saved for the first time).
+    /// (an untitled document saved for the first time).
     func bindIfUnbound(_ presenter: any FilePresenter, to path: FilePath) {
         let normalized = path.coordinationNormalized
         entries.withLock { list in
@@ -191,7 +191,7 @@ public final class PresenterRegistry: Sendable {
 
     // MARK: - After the access
 
-    /// Tells every presenter concerned that `event` was committed (§5.2), except those of
+    /// Tells every presenter concerned that `event` was committed (docs/SEMANTICS.md §3.6), except those of
     /// `purpose` (R7: an accessor's own presenter hears nothing of its own accesses; pass
     /// nil for changes nobody coordinated). Call it while the access's claim is still held,
     /// so that the order of announcements is the commit order.

@@ -1,10 +1,10 @@
 import Synchronization
 
 /// Who an access is made for. Accesses of the same purpose never wait for each other
-/// (reference coordination.md R5, R6); everything else follows the conflict matrix (§4.2).
+/// (docs/SEMANTICS.md §3.5); everything else follows the conflict matrix (docs/SEMANTICS.md §3.1).
 ///
 /// A purpose is one 64-bit word so that the claim table compares it without hashing or
-/// allocating. The top two bits say where it came from (§8.2):
+/// allocating. The top two bits say where it came from (docs/SEMANTICS.md §3.5):
 /// - `process(_:)`: a thread group seen through the mount (the daemon maps FUSE's thread
 ///   id to it), or a `containerfs coordinate` command together with its children;
 /// - `unique()`: a fresh purpose, e.g. one per `FileCoordinator` without an identifier, so
@@ -35,7 +35,7 @@ public struct Purpose: Hashable, Sendable, CustomStringConvertible {
         return Purpose(rawValue: uniqueTag | (n & payloadMask))
     }
 
-    /// The purpose named by a `purposeIdentifier`. Empty strings are refused (L147–150).
+    /// The purpose named by a `purposeIdentifier`. Empty strings are refused .
     public init(identifier: String) throws(CoordinationError) {
         guard !identifier.isEmpty else { throw .invalidPurpose }
         var hash: UInt64 = 0xcbf2_9ce4_8422_2325

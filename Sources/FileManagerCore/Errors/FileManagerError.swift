@@ -5,7 +5,7 @@ import SystemPackage
 /// mapping to POSIX.
 ///
 /// Cases carry the path or name they concern where one is known, so that a CLI message can
-/// name it (SPEC §2: "message on stderr names the path and the reason").
+/// name it (docs/SEMANTICS.md §2: "message on stderr names the path and the reason").
 public enum FileManagerError: Error, Sendable, Equatable {
     /// Nothing at the path (ENOENT, CocoaError 4).
     case noSuchItem(String)

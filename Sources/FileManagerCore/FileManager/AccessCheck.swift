@@ -3,7 +3,7 @@ import SystemPackage
 
 /// Decides what a caller may do from modes and owners, for callers other than this process
 /// (a FUSE request, a CLI client) and for the questions the kernel has no call for
-/// (`isDeletableFile`). Uses the caller's *real* ids (reference §3.10, L652).
+/// (`isDeletableFile`). Uses the caller's *real* ids (docs/SEMANTICS.md §8.7).
 ///
 /// Mode bits only: ACLs and capabilities other than root's are not modelled. Supplementary
 /// groups come from this process when the caller is this process, otherwise from the group

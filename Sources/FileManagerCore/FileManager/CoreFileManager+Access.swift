@@ -4,7 +4,7 @@ import SystemPackage
 extension CoreFileManager {
     // MARK: - Existence
 
-    /// `fileExistsAtPath:` (reference §3.10, L609–622). A final symlink is followed, so a
+    /// `fileExistsAtPath:` (docs/SEMANTICS.md §8.7). A final symlink is followed, so a
     /// dangling link does not exist. False as well when existence cannot be determined: a
     /// relative path (`~/x` included: the core never expands `~`), a parent the caller cannot
     /// search.
@@ -14,7 +14,7 @@ extension CoreFileManager {
     }
 
     /// `fileExistsAtPath:isDirectory:`: `isDirectory` is true for a directory or a link to
-    /// one, and left unchanged when the answer is false (L630–631).
+    /// one, and left unchanged when the answer is false .
     public func fileExists(atPath path: FilePath, isDirectory: inout Bool, caller: Caller = .current) -> Bool {
         guard let st = Self.statFollowing(path, caller: caller) else { return false }
         isDirectory = (st.st_mode & S_IFMT) == S_IFDIR
@@ -23,25 +23,25 @@ extension CoreFileManager {
 
     // MARK: - Access
 
-    /// `isReadableFileAtPath:` (L643–656): "appears to be" readable by the caller's real ids.
+    /// `isReadableFileAtPath:` : "appears to be" readable by the caller's real ids.
     /// Follows a final symlink; false if anything is missing or a parent is not searchable.
     public func isReadableFile(atPath path: FilePath, caller: Caller = .current) -> Bool {
         Self.mayAccess(path, R_OK, caller: caller)
     }
 
-    /// `isWritableFileAtPath:` (L658–671); like `isReadableFile`. A read-only file system
+    /// `isWritableFileAtPath:` ; like `isReadableFile`. A read-only file system
     /// answers false.
     public func isWritableFile(atPath path: FilePath, caller: Caller = .current) -> Bool {
         Self.mayAccess(path, W_OK, caller: caller)
     }
 
-    /// `isExecutableFileAtPath:` (L673–686); like `isReadableFile`. For root, true only when
+    /// `isExecutableFileAtPath:` ; like `isReadableFile`. For root, true only when
     /// some execute bit is set (or for a directory), as the kernel decides.
     public func isExecutableFile(atPath path: FilePath, caller: Caller = .current) -> Bool {
         Self.mayAccess(path, X_OK, caller: caller)
     }
 
-    /// `isDeletableFileAtPath:` (L688–702), by the Linux rule so that it predicts `unlink(2)`:
+    /// `isDeletableFileAtPath:` , by the Linux rule so that it predicts `unlink(2)`:
     /// write and search on the parent, and in a sticky parent ownership of the item or the
     /// parent (root exempt). A directory is deletable only if everything inside it is, and
     /// its non-empty levels are readable (they must be listed). A final symlink is not

@@ -5,7 +5,7 @@ import SystemPackage
 extension CoreFileManager {
     // MARK: - Reading
 
-    /// `attributesOfItemAtPath:` (reference §3.12, L734–749): lstat semantics, a symlink
+    /// `attributesOfItemAtPath:` (docs/SEMANTICS.md §8.8): lstat semantics, a symlink
     /// describes itself.
     public func attributesOfItem(atPath path: FilePath, caller: Caller = .current) throws(FileManagerError) -> FileAttributes {
         try Credentials.asCaller(caller) { () throws(FileManagerError) in
@@ -27,7 +27,7 @@ extension CoreFileManager {
         return FileAttributes(st, creationDate: AttributeXattr.creationDate(fd), extensionHidden: hidden)
     }
 
-    /// `attributesOfFileSystemForPath:` (§3.12, L752–766; keys §5.3). A final symlink is
+    /// `attributesOfFileSystemForPath:` (docs/SEMANTICS.md §8.8; keys docs/SEMANTICS.md §8.9). A final symlink is
     /// not followed: the link's own file system answers.
     public func attributesOfFileSystem(forPath path: FilePath, caller: Caller = .current) throws(FileManagerError) -> FileSystemAttributes {
         try Credentials.asCaller(caller) { () throws(FileManagerError) in
@@ -46,7 +46,7 @@ extension CoreFileManager {
         }
     }
 
-    /// `destinationOfSymbolicLinkAtPath:` (§3.9, L597–607): the target as stored, bytes
+    /// `destinationOfSymbolicLinkAtPath:` (docs/SEMANTICS.md §8.6): the target as stored, bytes
     /// unchanged, a relative target unresolved. Not a link: `invalidArgument`.
     public func destinationOfSymbolicLink(atPath path: FilePath, caller: Caller = .current) throws(FileManagerError) -> FilePath {
         try Credentials.asCaller(caller) { () throws(FileManagerError) in
@@ -68,10 +68,10 @@ extension CoreFileManager {
 
     // MARK: - Writing
 
-    /// `setAttributes:ofItemAtPath:` (§3.12, L768–783). A final symlink *is* followed. Every
+    /// `setAttributes:ofItemAtPath:` (docs/SEMANTICS.md §8.8). A final symlink *is* followed. Every
     /// change is tried, in the order owner and group, mode (Linux's chown clears setuid),
     /// the xattr-kept keys, modification time last; the first failure is thrown afterwards,
-    /// and the changes that worked stay (no rollback, L777).
+    /// and the changes that worked stay (no rollback).
     public func setAttributes(_ changes: FileAttributeChanges, ofItemAtPath path: FilePath, caller: Caller = .current) throws(FileManagerError) {
         try Credentials.asCaller(caller) { () throws(FileManagerError) in
             try Self.withParent(of: path) { dir, name throws(FileManagerError) in
@@ -124,7 +124,7 @@ extension CoreFileManager {
 
     // MARK: - Display
 
-    /// `displayNameAtPath:` (§3.14, L719–732): the last component, without its extension
+    /// `displayNameAtPath:` (docs/SEMANTICS.md §8.8): the last component, without its extension
     /// when `extensionHidden` is set; no localization. Nothing at the path (or any error):
     /// `path` itself, unchanged.
     public func displayName(atPath path: FilePath, caller: Caller = .current) -> String {
@@ -133,7 +133,7 @@ extension CoreFileManager {
         return attributes.extensionHidden ? last.stem : last.string
     }
 
-    /// `componentsToDisplayForPath:` (§3.14, L704–717): the display names of the path's
+    /// `componentsToDisplayForPath:` (docs/SEMANTICS.md §8.8): the display names of the path's
     /// components, the last one as `displayName` gives it; nil if nothing is at the path.
     public func componentsToDisplay(forPath path: FilePath, caller: Caller = .current) -> [String]? {
         guard (try? attributesOfItem(atPath: path, caller: caller)) != nil else { return nil }

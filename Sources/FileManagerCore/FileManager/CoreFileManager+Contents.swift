@@ -2,7 +2,7 @@ import Glibc
 import SystemPackage
 
 extension CoreFileManager {
-    /// `contentsAtPath:` (reference §3.11, L786–795): the file's bytes, following a final
+    /// `contentsAtPath:` (docs/SEMANTICS.md §8.8): the file's bytes, following a final
     /// symlink; nil for a directory or on any error.
     public func contents(atPath path: FilePath, caller: Caller = .current) -> [UInt8]? {
         try? Credentials.asCaller(caller) { () throws(FileManagerError) in
@@ -29,7 +29,7 @@ extension CoreFileManager {
         }
     }
 
-    /// `contentsEqualAtPath:andPath:` (§3.11, L797–809). Links are not followed: two links
+    /// `contentsEqualAtPath:andPath:` (docs/SEMANTICS.md §8.8). Links are not followed: two links
     /// are equal when their target bytes are. Files: the same inode is equal without reading,
     /// else sizes, then bytes. Directories: the same names (all of them, `._*` included),
     /// each pair equal, recursively. Special files: the same kind and device number. Any

@@ -4,7 +4,7 @@ import SystemPackage
 extension CoreFileManager {
     // MARK: - Copy
 
-    /// `copyItemAtPath:toPath:` (reference §3.8): copies the item, a directory with all it
+    /// `copyItemAtPath:toPath:` (docs/SEMANTICS.md §8.6): copies the item, a directory with all it
     /// holds (hidden files included); a symlink source is copied as a link. Data, mode, times
     /// and `user.*` xattrs are kept, and owner and group when the caller is root (`cp -a`);
     /// FIFOs, sockets and devices are recreated.
@@ -16,7 +16,7 @@ extension CoreFileManager {
     /// The delegate is asked about each item; a declined item is skipped. `shouldProceedAfterError`
     /// true skips the failed item and goes on.
     ///
-    /// - Returns: true, including when the delegate declined (L358).
+    /// - Returns: true, including when the delegate declined .
     @discardableResult
     public func copyItem(at source: FilePath, to destination: FilePath, caller: Caller = .current) throws(FileManagerError) -> Bool {
         try assemble(.copy, from: source, to: destination, caller: caller)
@@ -25,7 +25,7 @@ extension CoreFileManager {
 
     // MARK: - Link
 
-    /// `linkItemAtPath:toPath:` (§3.9, L565–595): a hard link to a file; for a directory, a
+    /// `linkItemAtPath:toPath:` (docs/SEMANTICS.md §8.6): a hard link to a file; for a directory, a
     /// new directory (with the source's mode, times and xattrs) whose files are hard-linked,
     /// recursively. Symlinks, at the top or inside, are copied, not linked. Between file
     /// systems the kernel's EXDEV becomes `crossesContainer`.
@@ -106,15 +106,15 @@ extension CoreFileManager {
 
     // MARK: - Move
 
-    /// `moveItemAtPath:toPath:` (§3.8, L383–415): `renameat2` with `RENAME_NOREPLACE`, so an
+    /// `moveItemAtPath:toPath:` (docs/SEMANTICS.md §8.6): `renameat2` with `RENAME_NOREPLACE`, so an
     /// existing destination is refused (`itemExists`) atomically and left unchanged. A symlink
     /// moves itself. The delegate is asked once, even for a directory.
     ///
     /// Between file systems (EXDEV) the item is copied beside the destination, renamed into
     /// place, and only then the source removed, with the delegate's copy and remove questions
-    /// (L393): a failed copy leaves the source intact and no partial destination (L956).
+    /// : a failed copy leaves the source intact and no partial destination .
     ///
-    /// - Returns: true, including when the delegate declined (L390).
+    /// - Returns: true, including when the delegate declined .
     @discardableResult
     public func moveItem(at source: FilePath, to destination: FilePath, caller: Caller = .current) throws(FileManagerError) -> Bool {
         try Self.requireRegularName(source)

@@ -4,7 +4,7 @@ import SystemPackage
 extension CoreFileManager {
     // MARK: - Directories
 
-    /// `createDirectoryAtPath:withIntermediateDirectories:attributes:` (reference §3.3).
+    /// `createDirectoryAtPath:withIntermediateDirectories:attributes:` (docs/SEMANTICS.md §8.4).
     ///
     /// - Without intermediates the parent must exist (`noSuchItem`) and the directory must
     ///   not (`itemExists`); with them, missing parents are made and an existing directory
@@ -13,7 +13,7 @@ extension CoreFileManager {
     /// - Mode `0o777 & ~caller.umask`, owner the caller, group by the Linux rule (the caller's,
     ///   or the parent's when it is setgid, which is then inherited too).
     /// - `attributes` land on every directory this call creates, intermediates included
-    ///   (L249); they are applied once all exist, deepest first, so creating a child does not
+    ///   ; they are applied once all exist, deepest first, so creating a child does not
     ///   move a parent's modification date and a read-only mode does not block the next level.
     public func createDirectory(at path: FilePath, withIntermediateDirectories createIntermediates: Bool,
                                 attributes: FileAttributeChanges? = nil, caller: Caller = .current) throws(FileManagerError) {
@@ -90,7 +90,7 @@ extension CoreFileManager {
 
     // MARK: - Files
 
-    /// `createFileAtPath:contents:attributes:` (reference §3.4): true if the file was created
+    /// `createFileAtPath:contents:attributes:` (docs/SEMANTICS.md §8.4): true if the file was created
     /// or already existed and was overwritten, false on any error (`writeFile` says which).
     @discardableResult
     public func createFile(at path: FilePath, contents: [UInt8]? = nil, attributes: FileAttributeChanges? = nil,
@@ -101,13 +101,13 @@ extension CoreFileManager {
     /// `createFile` that throws its reason instead of answering false.
     ///
     /// - An existing regular file is truncated and rewritten **in place**: same inode, owner,
-    ///   mode and links (L277–278). A directory is `isADirectory`; a symlink is not followed
+    ///   mode and links . A directory is `isADirectory`; a symlink is not followed
     ///   (`tooManySymbolicLinkLevels`, ELOOP); another kind of item is `invalidArgument`.
     /// - A new file is written, synced and given its mode (`0o666 & ~caller.umask`) and
     ///   `attributes` under a temporary name in the same directory, then renamed into place
     ///   with `RENAME_NOREPLACE`: a crash never leaves a partial file under `path`. If a file
     ///   appears meanwhile, it is overwritten in place instead, as if it had been there.
-    /// - The parent must exist (the seed never says `createFile` makes parents, §1.2).
+    /// - The parent must exist (Apple's documentation never says `createFile` makes parents, docs/SEMANTICS.md §8.4).
     public func writeFile(at path: FilePath, contents: [UInt8], attributes: FileAttributeChanges? = nil,
                           caller: Caller = .current) throws(FileManagerError) {
         let mode = 0o666 & ~caller.umask
@@ -195,7 +195,7 @@ extension CoreFileManager {
 
     // MARK: - Symbolic links
 
-    /// `createSymbolicLinkAtPath:withDestinationPath:` (§3.9, L535–563): `destination` is
+    /// `createSymbolicLinkAtPath:withDestinationPath:` (docs/SEMANTICS.md §8.6): `destination` is
     /// stored as given, bytes unchanged, never resolved (links to places that do not exist
     /// yet are fine). Anything at `path`, a link included, is `itemExists`.
     public func createSymbolicLink(at path: FilePath, withDestinationPath destination: FilePath,

@@ -2,9 +2,9 @@ import Glibc
 import SystemPackage
 
 extension CoreFileManager {
-    /// `contentsOfDirectoryAtPath:` (reference §3.2, L88–124): the names in the directory,
+    /// `contentsOfDirectoryAtPath:` (docs/SEMANTICS.md §8.3): the names in the directory,
     /// shallow, in no particular order. Never `.`, `..` or `._*` (resource forks); other
-    /// dot-files unless `.skipsHiddenFiles`, the only option honoured (L95–96). Symlinks
+    /// dot-files unless `.skipsHiddenFiles`, the only option honoured . Symlinks
     /// inside are listed, not followed; `path` itself may be a link to a directory, as
     /// `opendir` allows. Names are bytes: non-UTF-8 names come back as they are.
     public func contentsOfDirectory(atPath path: FilePath, options: DirectoryEnumerationOptions = [],
@@ -22,7 +22,7 @@ extension CoreFileManager {
         }
     }
 
-    /// `enumeratorAtURL:includingPropertiesForKeys:options:errorHandler:` (§3.2, L126–146):
+    /// `enumeratorAtURL:includingPropertiesForKeys:options:errorHandler:` (docs/SEMANTICS.md §8.3):
     /// a deep walk below `path`; see `DirectoryEnumerator` for its rules. `path` must be
     /// the directory itself: a symlink (or a file) yields nothing. `errorHandler` gets the
     /// path and error of each item that fails; true goes on, false stops; nil means true.
@@ -33,9 +33,9 @@ extension CoreFileManager {
                             caller: caller, errorHandler: errorHandler)
     }
 
-    /// `subpathsOfDirectoryAtPath:` (§3.2, L184–199): every path below `path`, relative to it,
+    /// `subpathsOfDirectoryAtPath:` (docs/SEMANTICS.md §8.3): every path below `path`, relative to it,
     /// packages' contents and every name included (only `.` and `..` are skipped). A `path`
-    /// that is a symlink is followed (L191). The first error ends the walk and is thrown.
+    /// that is a symlink is followed . The first error ends the walk and is thrown.
     public func subpathsOfDirectory(atPath path: FilePath, caller: Caller = .current) throws(FileManagerError) -> [FilePath] {
         var failure: FileManagerError?
         let walk = DirectoryEnumerator(root: path, followsRootSymlink: true, hidesResourceForks: false, options: [],

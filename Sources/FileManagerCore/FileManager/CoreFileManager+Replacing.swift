@@ -2,20 +2,20 @@ import Glibc
 import SystemPackage
 
 extension CoreFileManager {
-    /// `replaceItemAtURL:withItemAtURL:backupItemName:options:resultingItemURL:` (reference
-    /// §3.6), by the recommended algorithm:
+    /// `replaceItemAtURL:withItemAtURL:backupItemName:options:resultingItemURL:`
+    /// (docs/SEMANTICS.md §8.9), by the recommended algorithm:
     ///
     /// 1. Unless `.usingNewMetadataOnly`, the original's owner (where permitted), mode (when
     ///    both are the same kind of item: a file's mode would lock a directory), creation date
-    ///    and `user.*` xattrs are put on the new item (L330).
+    ///    and `user.*` xattrs are put on the new item .
     /// 2. With `backupItemName`, an existing item of that name beside the original is removed
-    ///    (L323); if that fails, nothing else happens.
+    ///    ; if that fails, nothing else happens.
     /// 3. `renameat2(RENAME_EXCHANGE)` swaps the two in one step (a file and a directory
     ///    too). If it fails (an unwritable parent, say) the original is untouched. Between file
     ///    systems the new item is first copied beside the original and the copy exchanged.
     /// 4. The old contents, now at the new item's path, become the backup when one is named
     ///    and `.withoutDeletingBackupItem` is given (if that rename fails, the exchange is
-    ///    undone and the operation fails); otherwise they are removed (§1.1: the backup is
+    ///    undone and the operation fails); otherwise they are removed (docs/SEMANTICS.md §8.9: the backup is
     ///    deleted on success *unless* that option is given).
     ///
     /// - Returns: `original`: the replacement always keeps the original's path.
@@ -88,7 +88,7 @@ extension CoreFileManager {
                     try backupItemName.withName { b throws(Errno) in try Syscall.renameat2(oldDir, o, origDir, b, RENAME_NOREPLACE) }
                 }
             } catch {
-                // No backup, no replacement (L323): put the original back.
+                // No backup, no replacement : put the original back.
                 _ = try? exchange(oldDir, oldName, origDir, origName)
                 throw FileManagerError(error, path: original.string)
             }

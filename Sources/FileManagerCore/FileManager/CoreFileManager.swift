@@ -7,18 +7,18 @@ import SystemPackage
 /// Every operation opens the parent of the path it names (`O_PATH | O_DIRECTORY`, following
 /// links in the *intermediate* components as path resolution always does) and then acts on
 /// the final name with `*at()` calls and `O_NOFOLLOW`: a final symlink is followed only where
-/// NSFileManager's rule says so (reference file-manager §4). Failures are thrown as
+/// NSFileManager's rule says so (docs/SEMANTICS.md §8.9). Failures are thrown as
 /// `FileManagerError`s naming the path they concern; nothing traps.
 ///
-/// Every method takes the `Caller` it works for (reference §2.2): new items get the caller's
+/// Every method takes the `Caller` it works for (docs/SEMANTICS.md §8.1): new items get the caller's
 /// owner (through `Credentials.asCaller`) and a mode computed from the caller's umask and set
 /// explicitly, so the daemon's own umask never shows. Paths must be absolute: the core has no
-/// current directory (§3.15).
+/// current directory (docs/SEMANTICS.md §8.1).
 ///
 /// Sendable note: the only stored state is the delegate reference, which is immutable and
 /// weak; the methods themselves keep nothing between calls, so any thread may call them.
 public final class CoreFileManager: Sendable {
-    /// The shared instance. It has no delegate and never will (reference §2.3).
+    /// The shared instance. It has no delegate and never will (docs/SEMANTICS.md §8.1).
     public static let `default` = CoreFileManager()
 
     /// Asked before and after the items of a copy, move, link or removal; held weakly, so a
@@ -30,7 +30,7 @@ public final class CoreFileManager: Sendable {
         delegate = nil
     }
 
-    /// A private file manager whose operations consult `delegate` (reference §2.3, §3.16).
+    /// A private file manager whose operations consult `delegate` (docs/SEMANTICS.md §8.1).
     public init(delegate: any FileManagerDelegate) {
         self.delegate = delegate
     }
@@ -75,7 +75,7 @@ extension CoreFileManager {
         try name.withName { p throws(Errno) in try Syscall.fstatat(dir, p) }
     }
 
-    /// Refuses `.`, `..` and `/` as the item of a mutation (reference §3.5, L971–977).
+    /// Refuses `.`, `..` and `/` as the item of a mutation (docs/SEMANTICS.md §8.5).
     static func requireRegularName(_ path: FilePath) throws(FileManagerError) {
         guard let last = path.lastComponent, last.kind == .regular else { throw .invalidArgument(path.string) }
     }

@@ -2,7 +2,7 @@ import Glibc
 import SystemPackage
 
 /// NSDirectoryEnumerator for the core: a deep, pre-order walk from a root directory
-/// (reference §3.2, containers-and-wrappers.md §4). Made by `CoreFileManager.enumerator(at:…)`.
+/// (docs/SEMANTICS.md §8.3). Made by `CoreFileManager.enumerator(at:…)`.
 ///
 /// - Yields absolute paths (and `relativePath`, the path below the root). The root itself
 ///   is not yielded and is level 0; its entries are level 1.
@@ -16,7 +16,7 @@ import SystemPackage
 ///   directory renamed during the walk is followed by its contents, not by its old path.
 /// - Errors (an unreadable directory, a vanished entry) go to the error handler with the path
 ///   they concern: true goes on without that item's contents, false ends the walk. No handler
-///   means true (L136).
+///   means true .
 ///
 /// Not thread-safe: one walk, one thread. Holds one descriptor per level being walked.
 public final class DirectoryEnumerator: Sequence, IteratorProtocol {
@@ -68,7 +68,7 @@ public final class DirectoryEnumerator: Sequence, IteratorProtocol {
             }
             stack.append(frame)
         } catch .notADirectory, .system(.tooManySymbolicLinkLevels, _) {
-            finished = true  // a file or a link: nothing to enumerate (L137)
+            finished = true  // a file or a link: nothing to enumerate 
         } catch {
             finished = true
             _ = errorHandler?(root, error)
@@ -163,7 +163,7 @@ public final class DirectoryEnumerator: Sequence, IteratorProtocol {
     }
 }
 
-/// What makes a directory a package on Linux (containers-and-wrappers.md §4.3): the xattr
+/// What makes a directory a package on Linux (docs/SEMANTICS.md §1.3): the xattr
 /// `user.containerfs.package` = `1`, or a name ending, ASCII case-insensitively, in `.app`,
 /// `.bundle`, `.framework`, `.plugin` or `.rtfd`; the xattr `0` overrides the name.
 public enum PackageRule {

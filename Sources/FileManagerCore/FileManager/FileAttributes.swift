@@ -3,9 +3,9 @@ import Glibc
 import SystemPackage
 
 /// What `attributesOfItem(atPath:)` reports: NSFileManager's attribute dictionary as typed
-/// fields (reference file-manager §5.1). Describes the item itself, never a link's target.
+/// fields (docs/SEMANTICS.md §8.9). Describes the item itself, never a link's target.
 public struct FileAttributes: Sendable, Equatable {
-    /// `NSFileType` (§5.2). A FIFO, having no constant of its own, is `.unknown`.
+    /// `NSFileType` (docs/SEMANTICS.md §8.9). A FIFO, having no constant of its own, is `.unknown`.
     public enum FileType: Sendable, Equatable {
         case directory, regular, symbolicLink, socket, characterSpecial, blockSpecial, unknown
 
@@ -73,7 +73,7 @@ public struct FileAttributes: Sendable, Equatable {
     }
 }
 
-/// The settable subset of the attribute keys (reference file-manager §3.12), for
+/// The settable subset of the attribute keys (docs/SEMANTICS.md §8.8), for
 /// `setAttributes(_:ofItemAtPath:)`, `createDirectory(…attributes:)` and `createFile(…)`.
 /// A nil field is left alone. Built from a `FileAttributes` it carries the settable fields
 /// of that item, so attributes read from one item can be passed back or onto another.
@@ -108,7 +108,7 @@ public struct FileAttributeChanges: Sendable, Equatable {
     public var isEmpty: Bool { self == FileAttributeChanges() }
 }
 
-/// What `attributesOfFileSystem(forPath:)` reports (reference file-manager §5.3).
+/// What `attributesOfFileSystem(forPath:)` reports (docs/SEMANTICS.md §8.9).
 public struct FileSystemAttributes: Sendable, Equatable {
     /// `NSFileSystemSize`: `f_blocks × f_frsize`.
     public var size: UInt64

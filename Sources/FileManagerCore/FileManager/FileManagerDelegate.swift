@@ -1,6 +1,6 @@
 import SystemPackage
 
-/// NSFileManagerDelegate without the prefix (reference file-manager §3.16): asked before each
+/// NSFileManagerDelegate without the prefix (docs/SEMANTICS.md §8.1): asked before each
 /// item a copy, link or remove touches, once for a move, and after an error.
 ///
 /// Every method has a default: `should…Item` proceeds (true), `shouldProceedAfterError`

@@ -1,4 +1,4 @@
-/// NSDirectoryEnumerationOptions (reference file-manager §3.19; the raw values are Apple's).
+/// NSDirectoryEnumerationOptions (docs/SEMANTICS.md §8.9; the raw values are Apple's).
 /// `contentsOfDirectory(atPath:options:)` honours only `skipsHiddenFiles`.
 public struct DirectoryEnumerationOptions: OptionSet, Sendable, Hashable {
     public let rawValue: UInt
@@ -6,13 +6,13 @@ public struct DirectoryEnumerationOptions: OptionSet, Sendable, Hashable {
 
     /// Lists the root's entries without descending into any directory.
     public static let skipsSubdirectoryDescendants = DirectoryEnumerationOptions(rawValue: 1 << 0)
-    /// Lists a package but not what is inside it (containers-and-wrappers §4.3).
+    /// Lists a package but not what is inside it (docs/SEMANTICS.md §1.3).
     public static let skipsPackageDescendants = DirectoryEnumerationOptions(rawValue: 1 << 1)
     /// Skips names beginning with `.`, and everything below them.
     public static let skipsHiddenFiles = DirectoryEnumerationOptions(rawValue: 1 << 2)
 }
 
-/// NSFileManagerItemReplacementOptions (reference file-manager §3.6, §3.19).
+/// NSFileManagerItemReplacementOptions (docs/SEMANTICS.md §8.9).
 public struct ItemReplacementOptions: OptionSet, Sendable, Hashable {
     public let rawValue: UInt
     public init(rawValue: UInt) { self.rawValue = rawValue }

@@ -8,7 +8,7 @@ import SystemPackage
 /// FIFOs, sockets and devices are recreated when asked, otherwise skipped and reported.
 ///
 /// The same walk builds `linkItem`'s tree: directories are made anew, symlinks copied, and
-/// everything else hard-linked (reference file-manager §3.9).
+/// everything else hard-linked (docs/SEMANTICS.md §8.6).
 enum TreeCopy {
     /// What to do with each item.
     struct Options {

@@ -2,7 +2,7 @@ import Glibc
 import SystemPackage
 
 /// The questions a recursive copy, link or removal asks about each item; a
-/// `CoreFileManager` answers them from its delegate (reference file-manager §3.16). The
+/// `CoreFileManager` answers them from its delegate (docs/SEMANTICS.md §8.1). The
 /// defaults proceed with every item and stop at the first error, which is what the core's
 /// own walks (staging, purge, container removal) want.
 ///

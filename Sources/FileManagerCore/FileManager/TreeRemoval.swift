@@ -10,7 +10,7 @@ enum TreeRemoval {
     struct Outcome {
         /// Something was kept: declined by the hooks, or failed and skipped.
         var keptItems = false
-        /// A directory was declined: `removeItem` then returns false (reference §3.5, L291).
+        /// A directory was declined: `removeItem` then returns false (docs/SEMANTICS.md §8.5).
         var declinedDirectory = false
     }
 

@@ -58,7 +58,7 @@ extension MountCoordination {
         p.answer(request, errno: errno)
     }
 
-    /// Tells remote presenters of a change found by watching the store (SPEC §3: marked
+    /// Tells remote presenters of a change found by watching the store (docs/SEMANTICS.md §3: marked
     /// uncoordinated). Matching by path, as the registry does for coordinated events.
     public func tellUncoordinated(_ event: PresenterEvent, clients: MountClients) {
         let all = clients.presenters.withLock { Array($0.values) }
@@ -142,7 +142,7 @@ extension MountCoordination {
         for (i, c) in relative.components.enumerated() {
             let next = (i == 0 && c.string.hasPrefix(".Trash-")) ? dir.appending("trash").appending(c) : dir.appending(c)
             // lstat, and stop at a symlink: the daemon never follows a link in the store
-            // (SPEC §6); what lies past it is judged as missing, by its ancestors.
+            // (docs/SEMANTICS.md §6); what lies past it is judged as missing, by its ancestors.
             var st = stat()
             guard lstat(next.string, &st) == 0, (st.st_mode & S_IFMT) != S_IFLNK else { break }
             let bits: mode_t = st.st_uid == caller.uid ? 0o400 : (st.st_gid == caller.gid ? 0o040 : 0o004)

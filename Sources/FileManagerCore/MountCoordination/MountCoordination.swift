@@ -7,7 +7,7 @@ import SystemPackage
 ///
 /// The gate: while no explicit claim, `coordinate` session or presenter exists, a kernel
 /// request takes no claim at all (two atomic operations) — short claims of FUSE callbacks
-/// only ever matter against explicit claims and presenters (SPEC §7: coordination must not
+/// only ever matter against explicit claims and presenters (docs/SEMANTICS.md §7: coordination must not
 /// show in the figures). Entering "coordinated mode" waits until requests already past the
 /// gate have finished, so none of them can overlap a claim granted afterwards (a Dekker-style
 /// handshake on two sequentially consistent counters).
@@ -16,7 +16,7 @@ public final class MountCoordination: Sendable {
     public let purposes = ProcessPurposes()
     public let volume: Volume
     /// Deadline for content operations (open, read, write, truncate) and for namespace
-    /// operations, which hold the kernel's directory locks while they wait (reference §8.5, §8.7).
+    /// operations, which hold the kernel's directory locks while they wait (docs/SEMANTICS.md §3.3, §3.4).
     public let contentDeadline: Duration
     public let namespaceDeadline: Duration
 

@@ -2,10 +2,10 @@ import Foundation
 import Glibc
 import Synchronization
 
-/// Who a request through the mount is made for (reference coordination §8.2): the calling
+/// Who a request through the mount is made for (docs/SEMANTICS.md §3.5): the calling
 /// thread's process (thread group), or — when that process runs below a
 /// `containerfs coordinate` command — the command's purpose, shared by all its children
-/// (SPEC §3: "a coordinate command and its children share one purpose").
+/// (docs/SEMANTICS.md §3: "a coordinate command and its children share one purpose").
 ///
 /// Resolved only when a conflicting claim or a presenter exists, never on the hot path:
 /// it reads `/proc`.

@@ -48,8 +48,8 @@ public struct VolumeClaimResolver: ClaimTargetResolver {
         return hash | (1 << 63)
     }
 
-    /// Chain indices (1 = first component) of package directories, by name (reference
-    /// containers-and-wrappers §4.3).
+    /// Chain indices (1 = first component) of package directories, by name
+    /// (docs/SEMANTICS.md §1.3).
     static func packageIndices(_ relative: FilePath) -> [Int] {
         relative.components.enumerated().compactMap { index, c in
             isPackageName(c.string) ? index + 1 : nil

@@ -3,7 +3,7 @@ import Glibc
 import Synchronization
 
 /// The store's small metadata database: SQLite in WAL mode at `STORE/containerfs.db`
-/// (SPEC §6). It holds what the file system cannot: container records, later snapshots
+/// (docs/SEMANTICS.md §6). It holds what the file system cannot: container records, later snapshots
 /// and the operation journal. The file system stays the source of truth for existence;
 /// the database is reconciled against it at every open.
 ///
@@ -45,6 +45,7 @@ public final class MetadataDatabase: @unchecked Sendable {
                 created REAL NOT NULL
             )
             """)
+        try execute(TrashJournal.schema)
         try execute("PRAGMA user_version=1")
     }
 

@@ -2,7 +2,7 @@ import Foundation
 import Glibc
 import SystemPackage
 
-/// The backing directory (SPEC §6):
+/// The backing directory (docs/SEMANTICS.md §6):
 ///
 ///     STORE/
 ///     ├── containerfs.db      metadata (SQLite, WAL)

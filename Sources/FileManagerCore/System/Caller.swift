@@ -2,7 +2,7 @@ import CLinux
 import Glibc
 
 /// Who asked: the FUSE request's context, or a CLI / Swift-API client's peer credentials.
-/// Every core entry point that creates or checks takes one (reference file-manager §2.2):
+/// Every core entry point that creates or checks takes one (docs/SEMANTICS.md §8.1):
 /// the daemon's own uid, umask and cwd never leak into a result.
 public struct Caller: Sendable, Equatable {
     public var uid: uid_t

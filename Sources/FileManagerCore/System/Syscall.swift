@@ -6,7 +6,7 @@ import SystemPackage
 /// `EINTR` and throw the errno as a typed `Errno` (no existential boxing on the hot path).
 ///
 /// Every call names a directory descriptor and one path component, never a path: the
-/// daemon cannot be led out of the store by `..` or a symlink in a name (SPEC §6).
+/// daemon cannot be led out of the store by `..` or a symlink in a name (docs/SEMANTICS.md §6).
 /// Final components are opened `O_NOFOLLOW`.
 public enum Syscall {
     /// Runs `body` until it does not fail with `EINTR`; a negative result throws `errno`.
@@ -244,7 +244,7 @@ extension Syscall {
     }
 
     /// `faccessat(2)`; with `flags` 0 the kernel checks the *real* uid and gid (what
-    /// `isReadableFile` and its siblings promise, reference file-manager §3.10).
+    /// `isReadableFile` and its siblings promise, docs/SEMANTICS.md §8.7).
     public static func faccessat(_ dir: CInt, _ name: UnsafePointer<CChar>, _ mode: CInt, _ flags: CInt) throws(Errno) {
         _ = try check { Glibc.faccessat(dir, name, mode, flags) }
     }

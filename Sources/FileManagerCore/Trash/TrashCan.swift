@@ -44,7 +44,7 @@ public struct TrashEntry: Sendable {
 }
 
 /// trashItemAtURL and the rest of a user's trash, in the FreeDesktop.org format
-/// (docs/SEMANTICS.md, docs/DESIGN.md 40-43): trash, list, restore, empty. One
+/// (docs/SEMANTICS.md, docs/DESIGN.md 48-51): trash, list, restore, empty. One
 /// implementation for every caller: the CLI without a live mount (on the store, under the
 /// store lock), and the daemon for CLI commands while mounted.
 ///
@@ -52,24 +52,24 @@ public struct TrashEntry: Sendable {
 /// the caller: the kernel sees them happen, the mount's policy and coordination apply
 /// (presenters hear `didMove`), and nothing is left for the store watcher to guess. A
 /// container's root, which the mount never lets move, is moved in the store by the daemon,
-/// which tells the kernel (`volume`).
+/// published through `hooks` (`StoreChangeHooks`: coordinated, the kernel told).
 ///
 /// Every operation is journaled (`TrashJournal`): a crash leaves nothing half-done once the
 /// store is opened again.
 public struct TrashCan {
     let items: TrashPlace
     let store: Store
-    /// Set while a mount is live: the store is then changed only through `Volume`.
-    let volume: Volume?
+    /// Set while a mount is live: the store is then changed only through them.
+    let hooks: StoreChangeHooks?
     let uid: uid_t
     /// Whose rights the moves through `items` are made with (nil: the process's own).
     let caller: Caller?
     let journal: TrashJournal
 
-    public init(items: TrashPlace, store: Store, volume: Volume? = nil, uid: uid_t, caller: Caller? = nil) {
+    public init(items: TrashPlace, store: Store, hooks: StoreChangeHooks? = nil, uid: uid_t, caller: Caller? = nil) {
         self.items = items
         self.store = store
-        self.volume = volume
+        self.hooks = hooks
         self.uid = uid
         self.caller = caller
         journal = TrashJournal(database: store.database)
@@ -86,13 +86,13 @@ public struct TrashCan {
 
     private func openTrash(creating: Bool) throws(FileManagerError) -> TrashDirectory {
         try asCaller { () throws(FileManagerError) in
-            try TrashDirectory(parent: items.trashes, uid: uid, creating: creating, display: items.trashesDisplay, volume: nil)
+            try TrashDirectory(parent: items.trashes, uid: uid, creating: creating, display: items.trashesDisplay, hooks: nil)
         }
     }
 
     /// The store's own trash directory of the user, for the moves of a container's root.
     private func storeTrash() throws(FileManagerError) -> TrashDirectory {
-        try TrashDirectory(store: store, uid: uid, creating: volume == nil, volume: volume)
+        try TrashDirectory(store: store, uid: uid, creating: hooks == nil, hooks: hooks)
     }
 
     // MARK: - Trash
@@ -152,8 +152,8 @@ public struct TrashCan {
         do throws(FileManagerError) {
             try asCaller { () throws(FileManagerError) in
                 do throws(Errno) {
-                    try trash.change(parent, name, removing: true) { p throws(Errno) in
-                        try trash.change(trash.files, reserved) { q throws(Errno) in
+                    try trash.change(parent, name, in: nil, at: FilePath(Bytes.display(path)), removing: true) { p throws(Errno) in
+                        try trash.change(trash.files, reserved, in: "files") { q throws(Errno) in
                             try Syscall.renameat2(parent, p, trash.files, q, RENAME_NOREPLACE)
                         }
                     }
@@ -311,8 +311,8 @@ public struct TrashCan {
         let id = try journal.begin(.restore, uid: uid, name: name, path: target)
         defer { journal.end(id) }
         do {
-            try storeSide.change(storeSide.files, name, removing: true) { p throws(Errno) in
-                try storeSide.change(store.containersFD, idName) { q throws(Errno) in
+            try storeSide.change(storeSide.files, name, in: "files", removing: true) { p throws(Errno) in
+                try storeSide.change(store.containersFD, idName, in: nil, at: FilePath(Bytes.display(target))) { q throws(Errno) in
                     try Syscall.renameat2(storeSide.files, p, store.containersFD, q, RENAME_NOREPLACE)
                 }
             }
@@ -467,5 +467,25 @@ enum TrashPath {
         case .permissionDenied: return .permissionDenied("\(display) (it cannot be \(what): a standard directory, or Inbox, or not yours)")
         default: return FileManagerError(error, path: display)
         }
+    }
+}
+
+extension ContainerRegistry {
+    /// `container remove`: the container goes to `trash` as one item (its path there is
+    /// returned), or with `permanently` is deleted. Refused while a program `run` started
+    /// for it is alive, unless `force`. Only its owner or root may remove it.
+    public func remove(_ id: BundleIdentifier, permanently: Bool, force: Bool, caller: Caller,
+                       trash: TrashCan) throws(FileManagerError) -> FilePath? {
+        guard let owner = owner(of: id) else { throw .noSuchItem("containers/\(id)") }
+        guard caller.isRoot || caller.uid == owner else { throw .permissionDenied("containers/\(id) (it belongs to uid \(owner))") }
+        let inUse = { (id: BundleIdentifier) -> Bool in !force && !runningPrograms(of: id).isEmpty }
+        if permanently || record(id) == nil {  // a stray entry under the id is no container to keep
+            if inUse(id) {
+                throw .busy("containers/\(id) (a program started by `containerfs run` for it is still running; --force removes it anyway)")
+            }
+            try remove(id)
+            return nil
+        }
+        return try trash.trash(Array("containers/\(id)".utf8), isStillInUse: inUse).path
     }
 }

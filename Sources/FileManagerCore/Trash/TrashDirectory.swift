@@ -4,10 +4,9 @@ import SystemPackage
 /// One user's `.Trash-UID/` of the volume, opened: `files/`, `info/` and `expunged/` (where
 /// an empty moves an item before deleting it, so that it vanishes from `files/` in one step).
 ///
-/// It is reached through a live mount or in the store. `volume` is set when it is the
+/// It is reached through a live mount or in the store. `hooks` are set when it is the
 /// store's while a mount is live: every name changed here is then the daemon's own change
-/// behind the kernel's back, which the store watcher must not report and the kernel must
-/// hear of (`Volume.changingStoreEntry`).
+/// behind the kernel's back, published through them (`StoreChangeHooks`).
 final class TrashDirectory {
     let directory: CInt
     let files: CInt
@@ -15,30 +14,30 @@ final class TrashDirectory {
     let uid: uid_t
     /// `.Trash-UID` as a user sees it (under the mount, or in the store).
     let display: FilePath
-    let volume: Volume?
+    let hooks: StoreChangeHooks?
 
     /// Opens (with `creating`, makes first: mode 0700, owned by the caller) `.Trash-UID` in
     /// `parent`. A link or a directory of another user there is refused, as the
     /// specification asks.
-    init(parent: CInt, uid: uid_t, creating: Bool, display: FilePath, volume: Volume?) throws(FileManagerError) {
+    init(parent: CInt, uid: uid_t, creating: Bool, display: FilePath, hooks: StoreChangeHooks?) throws(FileManagerError) {
         self.uid = uid
         self.display = display.appending(".Trash-\(uid)")
-        self.volume = volume
-        (directory, files, info) = try Self.open(parent, uid: uid, creating: creating, display: self.display.string, volume: volume)
+        self.hooks = hooks
+        (directory, files, info) = try Self.open(parent, uid: uid, creating: creating, display: self.display.string)
     }
 
-    private static func open(_ parent: CInt, uid: uid_t, creating: Bool, display shown: String,
-                             volume: Volume?) throws(FileManagerError) -> (CInt, CInt, CInt) {
+    /// Made only where the kernel sees it happen (through a mount, or with none live).
+    private static func open(_ parent: CInt, uid: uid_t, creating: Bool, display shown: String) throws(FileManagerError) -> (CInt, CInt, CInt) {
         var opened: [CInt] = []
         do throws(Errno) {
             let name = Array(".Trash-\(uid)".utf8)
-            if creating { try makeDirectory(volume, parent, name) }
+            if creating { try makeDirectory(parent, name) }
             let top = try withCName(name) { p throws(Errno) in try Syscall.openat(parent, p, O_PATH | O_DIRECTORY | O_NOFOLLOW) }
             opened.append(top)
             let st = try Syscall.fstat(top)
             guard st.st_uid == uid else { throw Errno.notPermitted }
             for sub in ["files", "info"] {
-                if creating { try makeDirectory(volume, top, Array(sub.utf8)) }
+                if creating { try makeDirectory(top, Array(sub.utf8)) }
                 opened.append(try Syscall.openat(top, sub, O_PATH | O_DIRECTORY | O_NOFOLLOW))
             }
             return (opened[0], opened[1], opened[2])
@@ -55,32 +54,31 @@ final class TrashDirectory {
     }
 
     /// mkdir, mode 0700; an existing directory is fine.
-    private static func makeDirectory(_ volume: Volume?, _ parent: CInt, _ name: [UInt8]) throws(Errno) {
+    private static func makeDirectory(_ parent: CInt, _ name: [UInt8]) throws(Errno) {
         do throws(Errno) {
-            try change(volume, parent, name, removing: false) { p throws(Errno) in try Syscall.mkdirat(parent, p, 0o700) }
+            try withCName(name) { p throws(Errno) in try Syscall.mkdirat(parent, p, 0o700) }
         } catch .fileExists {
             return
         }
     }
 
-    convenience init(store: Store, uid: uid_t, creating: Bool, volume: Volume? = nil) throws(FileManagerError) {
-        try self.init(parent: store.trashFD, uid: uid, creating: creating, display: store.path.appending("trash"), volume: volume)
+    convenience init(store: Store, uid: uid_t, creating: Bool, hooks: StoreChangeHooks? = nil) throws(FileManagerError) {
+        try self.init(parent: store.trashFD, uid: uid, creating: creating, display: store.path.appending("trash"), hooks: hooks)
     }
 
     deinit { [directory, files, info].forEach(Syscall.close) }
 
-    /// Runs the change of the entry `name` of `dir`, one of this trash's directories or
-    /// another directory of the same place (see `volume`).
-    func change<R>(_ dir: CInt, _ name: [UInt8], removing: Bool = false,
-                   _ body: (UnsafePointer<CChar>) throws(Errno) -> R) throws(Errno) -> R {
-        try Self.change(volume, dir, name, removing: removing, body)
-    }
-
-    static func change<R>(_ volume: Volume?, _ dir: CInt, _ name: [UInt8], removing: Bool,
-                          _ body: (UnsafePointer<CChar>) throws(Errno) -> R) throws(Errno) -> R {
+    /// Runs the change of the entry `name` of `dir`, one of this trash's directories (`in`:
+    /// `files`, `info`, or nil for `.Trash-UID` itself) or another directory of the same
+    /// place, known to the mount as `at` (see `hooks`).
+    func change(_ dir: CInt, _ name: [UInt8], in sub: String?, at path: FilePath? = nil, removing: Bool = false,
+                _ body: (UnsafePointer<CChar>) throws(Errno) -> Void) throws(Errno) {
         try withCName(name) { p throws(Errno) in
-            guard let volume else { return try body(p) }
-            return try volume.changingStoreEntry(in: dir, p, removing: removing) { () throws(Errno) in try body(p) }
+            guard let hooks, let component = FilePath.Component(platformString: p) else { return try body(p) }
+            var mountPath = path ?? FilePath(".Trash-\(uid)")
+            if path == nil, let sub { mountPath.append(sub) }
+            if path == nil { mountPath.append(component) }
+            try hooks.changing(dir, component, at: mountPath, deleting: removing) { () throws(Errno) in try body(p) }
         }
     }
 
@@ -121,7 +119,7 @@ final class TrashDirectory {
     }
 
     func removeInfo(_ name: [UInt8]) {
-        _ = try? change(info, TrashNaming.infoName(name), removing: true) { p throws(Errno) in try Syscall.unlinkat(info, p, 0) }
+        _ = try? change(info, TrashNaming.infoName(name), in: "info", removing: true) { p throws(Errno) in try Syscall.unlinkat(info, p, 0) }
     }
 
     /// Whether `name` is taken in `files/` or `info/`.
@@ -143,9 +141,11 @@ final class TrashDirectory {
             let infoName = TrashNaming.infoName(candidate)
             let fd: CInt
             do throws(Errno) {
-                fd = try change(info, infoName) { p throws(Errno) in
-                    try Syscall.openat(info, p, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, 0o600)
+                var made: CInt = -1
+                try change(info, infoName, in: "info") { p throws(Errno) in
+                    made = try Syscall.openat(info, p, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, 0o600)
                 }
+                fd = made
             } catch .fileExists {
                 continue
             } catch {
@@ -165,12 +165,12 @@ final class TrashDirectory {
         throw .busy("\(display): no free name for \(Bytes.display(name))")
     }
 
-    // MARK: expunged/
+    // MARK: Used through a mount or with none live (never with `hooks`)
 
     /// `expunged/`, made on first use.
     func expunged() throws(FileManagerError) -> CInt {
         do {
-            do { try change(directory, Array("expunged".utf8)) { p throws(Errno) in try Syscall.mkdirat(directory, p, 0o700) } } catch .fileExists {}
+            do { try Syscall.mkdirat(directory, "expunged", 0o700) } catch .fileExists {}
             return try Syscall.openat(directory, "expunged", O_PATH | O_DIRECTORY | O_NOFOLLOW)
         } catch {
             throw FileManagerError(error, path: "\(display)/expunged")
@@ -216,18 +216,12 @@ final class TrashDirectory {
         }
         let temporary = Array("directorysizes.\(getpid()).tmp".utf8)
         do {
-            let fd = try change(directory, temporary) { p throws(Errno) in
+            let fd = try withCName(temporary) { p throws(Errno) in
                 try Syscall.openat(directory, p, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW, 0o600)
             }
             defer { Syscall.close(fd) }
             try Self.write(fd, data)
-            try change(directory, Array("directorysizes".utf8)) { p throws(Errno) in
-                try withCName(temporary) { t throws(Errno) in
-                    try change(directory, temporary, removing: true) { _ throws(Errno) in
-                        try Syscall.renameat2(directory, t, directory, p, 0)
-                    }
-                }
-            }
+            try withCName(temporary) { t throws(Errno) in try Syscall.renameat2(directory, t, directory, "directorysizes", 0) }
         } catch {
             _ = try? withCName(temporary) { p throws(Errno) in try Syscall.unlinkat(directory, p, 0) }
         }

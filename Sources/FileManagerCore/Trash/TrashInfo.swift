@@ -11,7 +11,7 @@ import SystemPackage
 /// point); `DeletionDate` is local time without a zone. Info files are written by other
 /// programs too (trash-cli, gio) and by anyone who owns the trash directory, so `parse`
 /// treats them as untrusted input: anything `restore` could be led astray by is refused
-/// there, with the reason (docs/DESIGN.md 41).
+/// there, with the reason (docs/DESIGN.md 51).
 public struct TrashInfo: Sendable, Equatable {
     /// The original place, relative to the mount root: raw bytes, no leading `/`.
     public var path: [UInt8]

@@ -6,7 +6,7 @@ import SystemPackage
 /// A row found at the next open of the store (by a mount, or a command working on the
 /// store directly) belongs to an operation a crash cut short, and `recover` settles it in
 /// the store, before anything is served: each item ends where it was, or whole in the trash
-/// with its info file, or gone (docs/DESIGN.md 42).
+/// with its info file, or gone (docs/DESIGN.md 50).
 ///
 /// Names and paths are kept percent-encoded, as info files keep them: they are bytes.
 struct TrashJournal {
@@ -125,4 +125,11 @@ func withCName<R, E: Error>(_ bytes: [UInt8], _ body: (UnsafePointer<CChar>) thr
         do throws(E) { return .success(try body(p.baseAddress!)) } catch { return .failure(error) }
     }
     return try result.get()
+}
+
+extension Store {
+    /// Settles the trash operations a crash cut short (`TrashJournal.recover`): run by
+    /// whoever opens the store with its lock, before anything else uses it.
+    @discardableResult
+    public func settleJournal() -> Int { TrashJournal.recover(self) }
 }

@@ -1,4 +1,4 @@
-/// How a name is made free in a trash directory (docs/DESIGN.md 41): the name itself, then
+/// How a name is made free in a trash directory (docs/DESIGN.md 49): the name itself, then
 /// `.2`, `.3`, … inserted before its first dot (a leading dot belongs to the name), or
 /// appended when it has none: `a.tar.gz`, `a.2.tar.gz`, `a.3.tar.gz`; `notes`, `notes.2`.
 /// Deterministic, and the extension stays, as GLib names collisions. Every candidate leaves

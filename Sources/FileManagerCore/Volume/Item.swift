@@ -12,7 +12,7 @@ import SystemPackage
 /// Sendable note: `fd`, `inode` and `type` never change; everything else lives in `state`,
 /// behind its own mutex.
 public final class Item: @unchecked Sendable {
-    /// The number the item is known by: the backing store's inode number (SPEC §1), or a
+    /// The number the item is known by: the backing store's inode number (docs/SEMANTICS.md §1), or a
     /// reserved number for the virtual root.
     public let inode: UInt64
     /// `O_PATH` descriptor on the backing item; -1 for the virtual root.

@@ -28,7 +28,7 @@ public final class OpenFile: @unchecked Sendable {
     /// daemon sees none of those writes, so the state at close is taken as its own.
     public let writesUnseen = Atomic<Bool>(false)
     /// The purpose (raw value) of the last coordinated write through this handle, 0 when
-    /// none: at release, presenters hear `didChange` from it (reference coordination §8.4).
+    /// none: at release, presenters hear `didChange` from it (docs/SEMANTICS.md §3.2).
     public let coordinatedWriter = Atomic<UInt64>(0)
     /// Something a client of the core tied to this handle's life (the FUSE bridge: which way
     /// the kernel does the handle's I/O, DESIGN.md 29); it goes when the handle goes.

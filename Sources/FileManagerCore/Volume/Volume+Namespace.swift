@@ -12,9 +12,9 @@ extension Volume {
     ///
     /// Why device nodes pass: issue 2 requires every mknod errno to match ext4's, and on
     /// ext4 root (CAP_MKNOD) may make them; the issue outranks the reference's "EPERM for
-    /// devices" (file-manager §3.9). Nothing is lost: the kernel has already refused callers
+    /// devices" (docs/SEMANTICS.md §8.6). Nothing is lost: the kernel has already refused callers
     /// without CAP_MKNOD (vfs_mknod) before the request gets here, the mount is `nodev` so
-    /// such a node opens nothing through it, and snapshots skip devices (SPEC §4).
+    /// such a node opens nothing through it, and snapshots skip devices (docs/SEMANTICS.md §4).
     public func mknod(_ parent: Item, _ name: UnsafePointer<CChar>, mode: mode_t, device: dev_t, caller: Caller) throws(Errno) -> (Item, stat) {
         let type = mode & S_IFMT
         try zone(of: parent).checkCreate(name)

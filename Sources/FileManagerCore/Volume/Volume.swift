@@ -5,7 +5,7 @@ import SystemPackage
 
 /// The mounted tree as POSIX sees it, built on the store: the primitives the FUSE bridge
 /// calls one for one (lookup, create, rename with flags, single-item unlink, unfiltered
-/// listing), with SPEC §1's per-area policy enforced before any system call.
+/// listing), with docs/SEMANTICS.md §1's per-area policy enforced before any system call.
 ///
 /// Items are addressed by `Item` (one per backing inode, holding an `O_PATH` descriptor);
 /// names are single path components as bytes. Nothing here knows about FUSE.
@@ -67,18 +67,6 @@ public final class Volume: Sendable {
         notify { $0.entryChanged(parent: parent, name: name) }
     }
 
-    /// Runs a change the daemon makes to the entry `name` of the store directory `dir`
-    /// itself, not for a kernel request (a CLI command run by the daemon): its echo from the
-    /// store watcher is the daemon's own, and the kernel is told of the name afterwards,
-    /// also when the change failed half-way (what it cached may be wrong either way). The
-    /// `.Trash-UID` directories of `trash/` are children of the mount root.
-    public func changingStoreEntry<R, E: Error>(in dir: CInt, _ name: UnsafePointer<CChar>, removing: Bool = false,
-                                                _ body: () throws(E) -> R) throws(E) -> R {
-        let parent = dir == store.trashFD ? Volume.rootInode : ((try? Syscall.fstat(dir)).map { UInt64($0.st_ino) } ?? 0)
-        defer { if let component = FilePath.Component(platformString: name) { announceEntryChange(parent: parent, name: component) } }
-        return try ownChanges.expectingEntry(parent, name, removing: removing, body)
-    }
-
     /// The inode number of `containers/`.
     public var containersInode: UInt64 { (try? Syscall.fstat(store.containersFD)).map { UInt64($0.st_ino) } ?? 0 }
 
@@ -129,7 +117,7 @@ public final class Volume: Sendable {
     // MARK: - Lookup
 
     /// Finds `name` in `parent` and returns its item with one more client reference, and its
-    /// attributes. Never blocks on coordination (SPEC §3).
+    /// attributes. Never blocks on coordination (docs/SEMANTICS.md §3).
     public func lookup(_ parent: Item, _ name: UnsafePointer<CChar>) throws(Errno) -> (Item, stat) {
         if strlen(name) > 255 { throw .fileNameTooLong }
         if parent.isVirtual { return try lookupInRoot(name) }
@@ -357,7 +345,7 @@ public final class Volume: Sendable {
             let item = try remember(st, in: root, name: name) { () throws(Errno) in
                 try Volume.openMatching(st, dir, storeName, O_PATH | O_DIRECTORY | O_NOFOLLOW)
             }
-            return (item, st)
+            return (item, presented(st, of: item))
         } catch .resourceTemporarilyUnavailable {
             throw .ioError
         }
@@ -386,10 +374,20 @@ public final class Volume: Sendable {
     /// policy, not its mode, decides what else happens there.
     public func attributes(_ item: Item) throws(Errno) -> stat {
         if item.isVirtual { return rootAttributes() }
-        var st = try Syscall.fstat(item.fd)
-        if case .containers = zone(of: item) { st.st_mode = S_IFDIR | 0o1777 }  // see DESIGN.md, decision 5
+        let st = presented(try Syscall.fstat(item.fd), of: item)
         items.linkCounts.note(item.inode, st)
         return st
+    }
+
+    /// The attributes the mount shows for `st` of `item`: the store's, except that
+    /// `containers/` is sticky and world-writable (DESIGN.md, decision 5). Every answer
+    /// about it (GETATTR, LOOKUP, READDIRPLUS) goes through here, so that `stat` shows one
+    /// mode whichever the kernel asked last.
+    func presented(_ st: stat, of item: Item) -> stat {
+        guard case .containers = zone(of: item) else { return st }
+        var shown = st
+        shown.st_mode = S_IFDIR | 0o1777
+        return shown
     }
 
     func rootAttributes() -> stat {

@@ -1,7 +1,7 @@
 import Glibc
 import SystemPackage
 
-/// The standard directories of a container (SPEC §1). They can never be removed or
+/// The standard directories of a container (docs/SEMANTICS.md §1). They can never be removed or
 /// renamed; what may happen *inside* them is the zone's business.
 public enum LayoutDirectory: String, Sendable, CaseIterable {
     case bundle, documents, inbox, library, applicationSupport, caches, preferences, tmp
@@ -83,7 +83,7 @@ public enum Zone: Sendable, Equatable {
     }
 
     /// The volume an item belongs to, for EXDEV: each container is its own; the trash shares
-    /// one with every container (SPEC §1: renames into and out of the trash always work).
+    /// one with every container (docs/SEMANTICS.md §1: renames into and out of the trash always work).
     var container: ContainerKey? {
         switch self {
         case .container(let c), .layout(let c, _), .contents(let c), .bundle(let c), .inbox(let c): return c
@@ -131,9 +131,9 @@ public enum Zone: Sendable, Equatable {
 
 // MARK: - Policy
 
-/// The per-area rules of SPEC §1, enforced by the daemon for every caller, root included.
+/// The per-area rules of docs/SEMANTICS.md §1, enforced by the daemon for every caller, root included.
 /// Each check throws the errno the caller must see; read-only zones answer EROFS before
-/// anything else (SPEC §3: "Snapshot paths answer EROFS before any waiting").
+/// anything else (docs/SEMANTICS.md §3: "Snapshot paths answer EROFS before any waiting").
 extension Zone {
     /// Changing this item's data or metadata (open for writing, truncate, chmod, chown,
     /// utimens, xattr changes).
@@ -160,7 +160,7 @@ extension Zone {
 
     /// Removing `child` (unlink, rmdir) from this directory.
     public func checkRemove(child: Zone) throws(Errno) {
-        // Why a fixed child answers before a read-only one: SPEC §1 names `NAME.app` among
+        // Why a fixed child answers before a read-only one: docs/SEMANTICS.md §1 names `NAME.app` among
         // the standard directories that "cannot be removed or renamed: EACCES"; removing
         // it changes the container root (writable), not the bundle's contents (EROFS).
         if isReadOnly { throw .readOnlyFileSystem }

@@ -9,7 +9,7 @@ import SystemPackage
 /// Watches the backing store with inotify, so that changes made there directly, bypassing
 /// the mount, reach the volume's observers: the kernel's caches are invalidated (the mount
 /// shows the new bytes and entries at once despite long cache timeouts) and, later,
-/// presenters hear of them as uncoordinated changes. SPEC §3, reference coordination §8.10.
+/// presenters hear of them as uncoordinated changes. docs/SEMANTICS.md §3.7.
 ///
 /// One watch per directory of `containers/`, `trash/` and `snapshots/`. Watched: entries
 /// appearing, vanishing and moving, attribute changes, and writes *at close*

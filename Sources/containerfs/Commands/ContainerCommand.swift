@@ -19,7 +19,7 @@ struct ContainerCommand: ParsableCommand {
 
         func run() throws {
             try failing {
-                let id = try DaemonRequests.identifier(id)
+                let id = try identifierArgument(id)
                 let bundlePath = bundle.map { Paths.absolute($0) }
                 if let bundlePath, !Paths.isDirectory(bundlePath) { throw CommandFailure("\(bundlePath): bundle is not a directory") }
                 switch try store.access(creating: true) {
@@ -37,7 +37,7 @@ struct ContainerCommand: ParsableCommand {
             }
         }
 
-        /// What the copy left out of the bundle (SPEC §4's rule for snapshots: FIFOs,
+        /// What the copy left out of the bundle (docs/SEMANTICS.md §4's rule for snapshots: FIFOs,
         /// sockets and devices are skipped with a warning); the command still succeeds.
         static func warn(_ message: String) {
             FileHandleOutput.standardError("containerfs: warning: \(message)\n")
@@ -74,18 +74,30 @@ struct ContainerCommand: ParsableCommand {
     }
 
     struct Remove: ParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "Remove a container and everything in it.")
+        static let configuration = CommandConfiguration(
+            abstract: "Move a container to the trash, as one item (--permanently: delete it).",
+            discussion: "Prints where the container went; `containerfs trash restore NAME` brings it back. Refused while a program started by `containerfs run` for it is alive, unless --force.")
         @OptionGroup var store: StoreOption
         @Argument(help: "Bundle identifier.") var id: String
-        @Flag(help: "Delete at once (the only mode until the trash exists).") var permanently = false
+        @Flag(help: "Delete at once instead of moving to the trash.") var permanently = false
+        @Flag(help: "Also while a program started by `containerfs run` for it is alive.") var force = false
 
         func run() throws {
             try failing {
-                let id = try DaemonRequests.identifier(id)
+                let id = try identifierArgument(id)
                 switch try store.access() {
-                case .daemon(let client): _ = try client.call("container.remove", ["id": id.rawValue]).checked()
+                case .daemon(let client):
+                    var args = ["id": id.rawValue]
+                    if permanently { args["permanently"] = "1" }
+                    if force { args["force"] = "1" }
+                    let r = try client.call("container.remove", args).checked()
+                    if let path = r.result?["path"] { FileHandleOutput.standardOutput("\(path)\n") }
                 case .direct(let opened, let lock):
-                    try ContainerRegistry(store: opened).remove(id)
+                    let registry = ContainerRegistry(store: opened)
+                    if let path = try registry.remove(id, permanently: permanently, force: force, caller: .current,
+                                                      trash: TrashCan(items: TrashPlace(store: opened), store: opened, uid: getuid())) {
+                        FileHandleOutput.standardOutput("\(path)\n")
+                    }
                     withExtendedLifetime(lock) {}
                 }
             }
@@ -118,7 +130,7 @@ struct ContainerCommand: ParsableCommand {
 
         func run() throws {
             try failing {
-                var id = try DaemonRequests.identifier(id)
+                var id = try identifierArgument(id)
                 if directory == "item-replacement" {
                     let client: ControlClient
                     if let item {
@@ -167,12 +179,17 @@ struct ContainerCommand: ParsableCommand {
 }
 
 /// `--store PATH` and how to reach it: through a live daemon's control socket, or directly
-/// under the store lock when no daemon serves it (SPEC §2).
+/// under the store lock when no daemon serves it (docs/SEMANTICS.md §2).
 struct StoreOption: ParsableArguments {
     @Option(name: .customLong("store"), help: "The store (default ~/.local/share/containerfs).")
     var storePath: String?
 
-    var path: FilePath { storePath.map(Paths.absolute) ?? Store.defaultPath }
+    /// `--store`, else `CONTAINERFS_STORE`, else the default store.
+    var path: FilePath {
+        if let storePath { return Paths.absolute(storePath) }
+        if let env = getenv("CONTAINERFS_STORE"), env.pointee != 0 { return Paths.absolute(String(cString: env)) }
+        return Store.defaultPath
+    }
 
     /// `--store ""` used to name the working directory, which then became a store.
     func validate() throws {
@@ -187,13 +204,20 @@ struct StoreOption: ParsableArguments {
     /// The store, through its daemon or directly. Only `creating` (`container create`) may
     /// make it, in a missing or empty directory (DESIGN.md 37).
     func access(exclusive: Bool = true, creating: Bool = false) throws -> Access {
+        try Self.access(path, exclusive: exclusive, creating: creating)
+    }
+
+    static func access(_ path: FilePath, exclusive: Bool = true, creating: Bool = false) throws -> Access {
         if creating { try StoreLocation.requireStoreOrRoom(path) } else { try StoreLocation.requireStore(path) }
         if let client = ControlClient(path: Paths.controlSocket(path)) { return .daemon(client) }
         let opened = try Store(at: path, create: creating)
         if let holder = opened.lockHolder() {
             throw CommandFailure("\(path): store is in use (\(holder)) but its daemon does not answer")
         }
-        return .direct(opened, exclusive ? try opened.acquireLock(mountPoint: nil) : nil)
+        guard exclusive else { return .direct(opened, nil) }
+        let lock = try opened.acquireLock(mountPoint: nil)
+        opened.settleJournal()
+        return .direct(opened, lock)
     }
 }
 

@@ -19,7 +19,8 @@ struct MountCommand: ParsableCommand {
         discussion: """
             Options (-o, comma-separated, repeatable): allow_other, default_permissions (on by default), \
             ro, auto_unmount, fsname=NAME, subtype=containerfs (no other: the type is always fuse.containerfs), attr_timeout=S, entry_timeout=S, negative_timeout=S, \
-            threads=N, claim_timeout=S, namespace_timeout=S, presenter_timeout=S, writeback (the kernel caches \
+            threads=N, claim_timeout=S, namespace_timeout=S, presenter_timeout=S, control_timeout=S (idle control-socket \
+            connections close after S seconds; 60), writeback (the kernel caches \
             writes), passthrough (the kernel passes open files' reads and writes straight to the store; kernel \
             6.9 or later, root daemon; not with writeback), uring (requests come through the kernel's \
             io_uring queues, one per CPU, served on the CPU that made them; Linux 6.14 or later with \
@@ -38,6 +39,9 @@ struct MountCommand: ParsableCommand {
     @Flag(name: .customShort("f"), help: "Stay in the foreground.")
     var foreground = false
 
+    @Flag(name: .customShort("d"), help: "The same as -o debug (libfuse logs every request), as in other FUSE tools.")
+    var debug = false
+
     @Option(name: .customLong("ready-fd"), help: .hidden)
     var readyFD: Int32?
 
@@ -52,10 +56,12 @@ struct MountCommand: ParsableCommand {
 
     func run() throws {
         try failing {
-            guard Paths.isDirectory(mountPoint) else { throw CommandFailure("\(mountPoint): mount point is not an existing directory") }
+            // Options first: a wrong one is a usage error (exit status 2), whatever else is wrong.
+            let options = try MountOptions(givenOptions, store: storePath.string)
+            try Self.checkMountPoint(mountPoint)
             try StoreLocation.requireStoreOrRoom(storePath)
             try Self.refuseOverlap(store: storePath, mountPoint: mountPoint)
-            let options = try MountOptions(options, store: storePath.string)
+            if readyFD == nil { Self.warnIfHiding(mountPoint) }  // once, not again from the daemon
             if foreground || readyFD != nil {
                 try serve(options)
             } else {
@@ -82,7 +88,40 @@ struct MountCommand: ParsableCommand {
         }
     }
 
-    private func options_arguments() -> [String] { options.flatMap { ["-o", $0] } }
+    private func options_arguments() -> [String] { givenOptions.flatMap { ["-o", $0] } }
+
+    /// The `-o` lists, with `-d` as `debug`.
+    var givenOptions: [String] { options + (debug ? ["debug"] : []) }
+
+    /// Refuses a mount point that is not a directory, and one whose FUSE daemon died (the
+    /// kernel answers ENOTCONN there: `mount` said "not an existing directory").
+    static func checkMountPoint(_ mountPoint: FilePath) throws {
+        var st = stat()
+        if stat(mountPoint.string, &st) != 0 && errno == ENOTCONN {
+            let fuse = MountTable.fuseEntry(at: Paths.asMounted(mountPoint.string))
+            let remedy = fuse == nil || fuse?.type == MountTable.type ? "containerfs unmount \(mountPoint)" : "fusermount3 -u \(mountPoint)"
+            throw CommandFailure("\(mountPoint): the daemon of the mount here is gone (transport endpoint is not connected, ENOTCONN): run \(remedy)")
+        }
+        guard Paths.isDirectory(mountPoint) else { throw CommandFailure("\(mountPoint): mount point is not an existing directory") }
+    }
+
+    /// Warns of a mount point that is not empty or already a live ContainerFS mount: the
+    /// new mount hides what is there (mounting goes on, as mount(8) and libfuse 3 do).
+    static func warnIfHiding(_ mountPoint: FilePath) {
+        if let live = MountTable.entry(at: Paths.asMounted(mountPoint.string)) {
+            FileHandleOutput.standardError("containerfs: warning: \(mountPoint): already a live ContainerFS mount (of \(live.source)); the new mount hides it until unmounted\n")
+        } else if let dir = opendir(mountPoint.string) {
+            defer { closedir(dir) }
+            var entries = 0
+            while let e = readdir(dir), entries == 0 {
+                let name = withUnsafeBytes(of: e.pointee.d_name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
+                if name != "." && name != ".." { entries += 1 }
+            }
+            if entries > 0 {
+                FileHandleOutput.standardError("containerfs: warning: \(mountPoint): not empty; what it holds is hidden while the store is mounted there\n")
+            }
+        }
+    }
 
     /// The daemon proper: open and lock the store, mount, report readiness, serve.
     private func serve(_ options: MountOptions) throws {
@@ -96,14 +135,17 @@ struct MountCommand: ParsableCommand {
             umask(0)  // modes come from the caller's request, already masked by the kernel
             Credentials.prepareProcess()
             _ = clinux_raise_nofile_limit()
+            let toSyslog = SyslogLogHandler.wanted(option: options.syslog)
             LoggingSystem.bootstrap { label in
                 var handler = StreamLogHandler.standardError(label: label)
                 handler.logLevel = getenv("CONTAINERFS_DEBUG") != nil ? .debug : .info
-                return handler
+                guard toSyslog else { return handler }
+                return MultiplexLogHandler([handler, SyslogLogHandler(logLevel: handler.logLevel, label: label)])
             }
             let store = try Store(at: storePath)
             let lock = try store.acquireLock(mountPoint: mountPoint.string)
             store.clearStaging()
+            store.settleJournal()
             let volume = Volume(store: store, kernelCachesWrites: options.writeback)
             volume.registry.reconcile()
             volume.registry.purgeTemporaryItems(olderThan: 3 * 24 * 3600)
@@ -124,9 +166,13 @@ struct MountCommand: ParsableCommand {
             let sessionOptions = FUSESession.Options(mountOptions: options.fuse, pool: pool, ring: ring)
             // Everything that can fail comes before the mount: a failure after it would leave
             // a dead mount ("transport endpoint is not connected").
-            let control = try ControlServer(path: Paths.controlSocket(store.path), logger: Logger(label: "containerfs.control"),
+            var limits = ControlLimits()
+            limits.idleTimeout = options.controlTimeout
+            limits.lineTimeout = min(limits.lineTimeout, options.controlTimeout)
+            let control = try ControlServer(path: Paths.controlSocket(store.path), logger: Logger(label: "containerfs.control"), limits: limits,
                                             handler: DaemonRequests(volume: volume, mountPoint: mountPoint,
-                                                                    coordination: coordination, clients: clients, ring: ring).handle)
+                                                                    coordination: coordination, clients: clients, ring: ring,
+                                                                    about: DaemonAbout(options: givenOptions, bridge: bridge)).handle)
             try session.mount(options: sessionOptions)
             // fusermount3's auto_unmount misses a killed daemon whose connection is not yet
             // aborted when it looks (DESIGN.md 31): the daemon's own watcher does not look.
@@ -144,11 +190,17 @@ struct MountCommand: ParsableCommand {
             control.start()
             // Live once the kernel has INIT's answer (requests wait for it), not before: libfuse
             // may still refuse it, and the mount is then gone.
-            session.whenInitAnswered(giveUp: { ready.sent }) { refusal in
+            // Without a pipe (-f) the wait goes on for systemd's READY=1 and the log line.
+            let hasPipe = readyFD != nil
+            session.whenInitAnswered(giveUp: { hasPipe && ready.sent }) { refusal in
                 if let refusal {
                     ready.fail("\(mountPoint): the FUSE session failed at INIT (\(refusal)); see \(storePath)/daemon.log")
                 } else {
                     ready.succeed()
+                    // systemd's Type=notify; only a daemon started in the foreground is the
+                    // service's main process (one started by `mount` in the background is not)
+                    if !hasPipe { SystemdNotify.ready() }
+                    Logger(label: "containerfs.mount").info("\(mountPoint): mounted \(storePath)")
                 }
             }
             served = session.run(options: sessionOptions)

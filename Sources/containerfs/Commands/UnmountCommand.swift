@@ -11,6 +11,9 @@ struct UnmountCommand: ParsableCommand {
     @Argument(help: "The mount point.")
     var mountPoint: String
 
+    @Flag(help: "Detach the mount now even if it is busy; it goes once nothing uses it (fusermount3 -u -z).")
+    var lazy = false
+
     func run() throws {
         try failing {
             // As mountinfo records it, so that a mount point reached through a symbolic link
@@ -22,12 +25,14 @@ struct UnmountCommand: ParsableCommand {
                 }
                 throw CommandFailure("\(path): not a containerfs mount")
             }
-            let (status, errors) = try Subprocess.runCapturingErrors(["fusermount3", "-u", path])
+            let (status, errors) = try Subprocess.runCapturingErrors(["fusermount3", "-u"] + (lazy ? ["-z"] : []) + [path])
             guard status == 0 else {
-                throw CommandFailure("\(path): unmount failed: \(errors.isEmpty ? "fusermount3 exited with status \(status)" : errors)")
+                let busy = errors.contains("busy") && !lazy ? " (in use: close what uses it, or containerfs unmount --lazy)" : ""
+                throw CommandFailure("\(path): unmount failed: \(errors.isEmpty ? "fusermount3 exited with status \(status)" : errors)\(busy)")
             }
-            // The daemon exits once its loop sees the unmount; wait for the store lock.
-            if let store = try? Store(at: FilePath(mount.source), create: false) {
+            // The daemon exits once its loop sees the unmount; wait for the store lock
+            // (a lazy unmount's daemon stays while the mount is still used).
+            if !lazy, let store = try? Store(at: FilePath(mount.source), create: false) {
                 for _ in 0..<200 where store.lockHolder() != nil { usleep(50_000) }
             }
         }

@@ -14,6 +14,8 @@ struct DaemonRequests: Sendable {
     let clients: MountClients
     /// `-o uring`: how many requests came through the kernel's io_uring queues.
     let ring: RingTransport?
+    /// For `status`: start time, options, versions, counts.
+    let about: DaemonAbout
 
     func handle(_ request: ControlRequest, _ connection: ControlConnection) -> ControlResponse {
         let caller = connection.caller
@@ -23,6 +25,7 @@ struct DaemonRequests: Sendable {
                 var result = ["mountPoint": mountPoint.string, "store": volume.store.path.string, "pid": "\(getpid())",
                               "transport": ring?.isServing == true ? "io_uring" : "/dev/fuse"]
                 if let ring { result["ringRequests"] = "\(ring.requests)" }
+                result.merge(about.status(volume: volume, clients: clients)) { own, _ in own }
                 return ControlResponse(id: request.id, ok: true, result: result)
             case "container.list":
                 let items = volume.registry.list().map(ContainerListing.dictionary)
@@ -39,11 +42,67 @@ struct DaemonRequests: Sendable {
                                        warnings: warnings.isEmpty ? nil : warnings)
             case "container.remove":
                 let id = try Self.identifier(request.args["id"])
-                guard let owner = volume.registry.owner(of: id) else { throw FileManagerError.noSuchItem("containers/\(id)") }
-                guard caller.isRoot || caller.uid == owner else { throw FileManagerError.permissionDenied("containers/\(id)") }
-                try changingContainerEntry(id) { try volume.registry.remove(id) }
-                coordination.center.announce(.deleted(FilePath("/containers/\(id)")), by: coordination.purposes.purpose(ofThread: caller.pid))
-                return ControlResponse(id: request.id, ok: true)
+                let (permanently, force) = (request.args["permanently"] == "1", request.args["force"] == "1")
+                let from = FilePath("/containers/\(id)")
+                let trashed = try withTrash(caller) { can throws(FileManagerError) -> FilePath? in
+                    guard permanently else { return try volume.registry.remove(id, permanently: false, force: force, caller: caller, trash: can) }
+                    var result: FilePath?
+                    do {
+                        try changingContainerEntry(id) { result = try volume.registry.remove(id, permanently: true, force: force, caller: caller, trash: can) }
+                    } catch let error as FileManagerError { throw error } catch { throw .system(.ioError, from.string) }
+                    return result
+                }
+                let purpose = coordination.purposes.purpose(ofThread: caller.pid)
+                if let trashed, var to = Optional(trashed), to.removePrefix(mountPoint) {
+                    to.root = "/"
+                    coordination.center.announce(.moved(from: from, to: to), by: purpose)
+                } else {
+                    coordination.center.announce(.deleted(from), by: purpose)
+                }
+                return ControlResponse(id: request.id, ok: true, result: trashed.map { ["path": $0.string] })
+            case "trash.put":
+                let path = try self.path(request.args["path"])
+                let item = try withTrash(caller) { can throws(FileManagerError) in try can.trash(Self.bytes(path)) }
+                var to = item.path
+                if Self.bytes(path).split(separator: 0x2F).count == 2, to.removePrefix(mountPoint) {
+                    // A container's root moved in the store: presenters hear of it here (the
+                    // mount's own moves announce themselves).
+                    to.root = "/"
+                    coordination.center.announce(.moved(from: FilePath("/").pushing(path), to: to),
+                                                 by: coordination.purposes.purpose(ofThread: caller.pid))
+                }
+                return ControlResponse(id: request.id, ok: true, result: ["path": item.path.string, "name": Self.text(item.name)])
+            case "trash.list":
+                let entries = try withTrash(caller) { can throws(FileManagerError) in try can.list() }
+                return ControlResponse(id: request.id, ok: true, items: entries.map { TrashListing.dictionary($0, under: mountPoint) })
+            case "trash.restore":
+                guard let name = request.args["name"].flatMap({ TrashInfo.percentDecoded(Array($0.utf8)[...]) }), !name.isEmpty else {
+                    throw FileManagerError.invalidArgument("name: missing or not percent-encoded")
+                }
+                let destination = try request.args["to"].map { raw throws(FileManagerError) in Self.bytes(try path(raw)) }
+                let restored = try withTrash(caller) { can throws(FileManagerError) in try can.restore(name, to: destination) }
+                var to = restored
+                if to.removePrefix(mountPoint), to.components.count == 2 {
+                    to.root = "/"
+                    coordination.center.announce(.appeared(to), by: coordination.purposes.purpose(ofThread: caller.pid))
+                }
+                return ControlResponse(id: request.id, ok: true, result: ["path": restored.string])
+            case "trash.empty":
+                var names: [[UInt8]]?
+                if let raw = request.args["names"] {
+                    names = try raw.split(separator: "/").map { part throws(FileManagerError) in
+                        guard let name = TrashInfo.percentDecoded(Array(part.utf8)[...]) else { throw .invalidArgument("names: \(part): not percent-encoded") }
+                        return name
+                    }
+                }
+                var olderThan: Int64?
+                if let raw = request.args["older-than"] {
+                    guard let seconds = Int64(raw), seconds >= 0 else { throw FileManagerError.invalidArgument("older-than: \(raw): seconds, 0 or more") }
+                    olderThan = seconds
+                }
+                let done = try withTrash(caller) { can throws(FileManagerError) in try can.empty(names, olderThan: olderThan) }
+                return ControlResponse(id: request.id, ok: true, result: ["items": "\(done.removed.count)", "bytes": "\(done.bytes)"],
+                                       warnings: done.failures.isEmpty ? nil : done.failures.map(\.description))
             case "inbox.deliver":
                 let id = try Self.identifier(request.args["id"])
                 guard let file = request.args["file"], file.hasPrefix("/") else {
@@ -118,20 +177,20 @@ struct DaemonRequests: Sendable {
                 } else if request.args["mode"] == "write" {
                     var options: CoordinatedWritingOptions = []
                     if let kind = request.args["for"] {
-                        guard let o = kinds[kind] else { throw FileManagerError.invalidArgument("for: \(kind)") }
+                        guard let o = kinds[kind] else { throw FileManagerError.invalidArgument("for: '\(kind)' (deleting, moving, replacing, merging or metadata)") }
                         options = o
                     }
                     id = try coordination.claim(path: path, reading: nil, writing: options, timeout: timeout,
                                                 connection: connection, clients: clients)
                 } else {
-                    throw FileManagerError.invalidArgument("mode: \(request.args["mode"] ?? "")")
+                    throw FileManagerError.invalidArgument("mode: \(request.args["mode"].map { "'\($0)'" } ?? "missing") (read or write)")
                 }
                 return ControlResponse(id: request.id, ok: true, result: ["claim": "\(id)"])
             case "release":
                 if let id = Int(request.args["claim"] ?? "") { coordination.release(id, clients: clients) }
                 return ControlResponse(id: request.id, ok: true)
             default:
-                return ControlResponse(id: request.id, ok: false, errno: EINVAL, error: "unknown operation \(request.op)")
+                return ControlResponse(id: request.id, ok: false, errno: EINVAL, error: "op: unknown operation '\(request.op)' (docs/CONTROL-PROTOCOL.md)")
             }
         } catch let error as FileManagerError {
             return .failure(request.id, error)
@@ -157,7 +216,11 @@ struct DaemonRequests: Sendable {
         guard let raw, !raw.isEmpty else { throw .invalidArgument("path: missing") }
         var p = FilePath(raw)
         if p.isAbsolute {
-            guard p.removePrefix(mountPoint) else { throw .invalidArgument("\(raw): not under \(mountPoint)") }
+            guard p.removePrefix(mountPoint) else { throw .invalidArgument("path: \(raw): not under \(mountPoint)") }
+        }
+        // `..` could name something outside the mount (`../../etc/passwd`): refused, not resolved.
+        guard !p.components.contains(where: { $0.kind == .parentDirectory }) else {
+            throw .invalidArgument("path: \(raw): '..' leads outside the mount")
         }
         return p
     }
@@ -183,6 +246,19 @@ struct DaemonRequests: Sendable {
             isOpen: { inode in volume.items.item(inode)?.isOpen ?? false })
     }
 
+    /// Runs `body` with the caller's trash: its moves go through this mount as the caller
+    /// (docs/DESIGN.md 48), a container's root in the store, published by `changeHooks`.
+    private func withTrash<R>(_ caller: Caller, _ body: (TrashCan) throws(FileManagerError) -> R) throws(FileManagerError) -> R {
+        let root = open(mountPoint.string, O_PATH | O_DIRECTORY | O_CLOEXEC)
+        guard root >= 0 else { throw .system(Errno(rawValue: errno), mountPoint.string) }
+        defer { close(root) }
+        return try body(TrashCan(items: TrashPlace(mountRoot: root, mountPoint: mountPoint), store: volume.store,
+                                 hooks: changeHooks(caller), uid: caller.uid, caller: caller))
+    }
+
+    static func bytes(_ path: FilePath) -> [UInt8] { Array(path.string.utf8) }
+    static func text(_ bytes: [UInt8]) -> String { String(decoding: TrashInfo.percentEncoded(bytes), as: UTF8.self) }
+
     /// Runs a change of `containers/ID` made by the daemon itself, so that its echo from the
     /// store watcher is not reported again as an outside change, and tells the kernel of it,
     /// also when it failed half-way (what the kernel cached of the name or the listing of
@@ -192,6 +268,21 @@ struct DaemonRequests: Sendable {
         try id.rawValue.withCString { name in
             try volume.expectingOwnEntry(parent: volume.containersInode, name) { try body() }
         }
+    }
+}
+
+/// A trash item as `trash.list` answers it: `name` shown (bytes that are not UTF-8 as
+/// `\xHH`), `encoded` (percent-encoded, what `trash.restore` and `trash.empty` take).
+enum TrashListing {
+    static func dictionary(_ e: TrashEntry, under top: FilePath) -> [String: String] {
+        var d = ["name": Bytes.display(e.name), "encoded": DaemonRequests.text(e.name), "size": "\(e.size)",
+                 "type": e.isDirectory ? "directory" : "file"]
+        if let info = e.info {
+            d["originalPath"] = "\(top.string)/\(Bytes.display(info.path))"
+            d["deletionDate"] = TrashInfo.formatDate(info.deletionDate)
+        }
+        if let problem = e.problem { d["problem"] = problem }
+        return d
     }
 }
 

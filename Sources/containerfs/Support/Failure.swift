@@ -2,7 +2,7 @@ import ArgumentParser
 import FileManagerCore
 import Glibc
 
-/// Ends a command with SPEC §2's contract: the message (naming the path and the reason)
+/// Ends a command with docs/SEMANTICS.md §2's contract: the message (naming the path and the reason)
 /// on stderr, exit status 1. Usage errors stay ArgumentParser's (exit status 2).
 struct CommandFailure: Error, CustomStringConvertible {
     let description: String
@@ -20,6 +20,10 @@ extension ParsableCommand {
             throw error
         } catch let error as CleanExit {
             throw error
+        } catch let error as ValidationError {
+            // A usage error found while running (a wrong -o value, an invalid id): status 2.
+            FileHandleOutput.standardError("containerfs: \(error.message)\n")
+            throw ExitCode(2)
         } catch {
             FileHandleOutput.standardError("containerfs: \(error)\n")
             throw ExitCode.failure

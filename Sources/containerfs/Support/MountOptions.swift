@@ -1,3 +1,4 @@
+import ArgumentParser
 import FUSEBridge
 import FileManagerCore
 import Glibc
@@ -18,11 +19,17 @@ struct MountOptions {
     /// create and destroy threads).
     var idleThreads: Int?
     var allowOther: Bool?
-    /// Coordination deadlines (reference coordination §8.7): content operations, namespace
+    /// Coordination deadlines (docs/SEMANTICS.md §3.4): content operations, namespace
     /// operations (which hold the kernel's directory locks while they wait), presenters.
     var claimTimeout: Duration = .seconds(30)
     var namespaceTimeout: Duration = .seconds(5)
     var presenterTimeout: Duration = .seconds(5)
+    /// `-o control_timeout=S`: a control connection with nothing in progress and no claim
+    /// or presenter is closed after S idle seconds (DESIGN.md 45).
+    var controlTimeout: Duration = .seconds(60)
+    /// `-o syslog`: the daemon logs to syslog (the journal) too, not only to standard error
+    /// (STORE/daemon.log in the background). On by itself under systemd.
+    var syslog = false
     var defaultPermissions = true
     /// The kernel's writeback cache (DESIGN.md, decision 22): off by default, `-o writeback`.
     var writeback = false
@@ -52,6 +59,9 @@ struct MountOptions {
     static let generic: Set<String> = [
         "defaults", "nofail", "auto", "noauto", "user", "users", "nouser", "_netdev", "owner", "group", "rw",
         "diratime", "nodiratime", "relatime", "norelatime", "strictatime", "nostrictatime", "lazytime", "nolazytime",
+        // libfuse 2 refused a non-empty mount point without it; libfuse 3 mounts there
+        // anyway (mount warns), and scripts written for the old one still pass it.
+        "nonempty",
     ]
 
     init(_ lists: [String], store: String) throws {
@@ -63,6 +73,7 @@ struct MountOptions {
                 case _ where Self.generic.contains(key) || key.hasPrefix("x-") || key == "comment":
                     continue
                 case "nocoordination": coordination = false
+                case "syslog": syslog = true
                 case "writeback": writeback = true
                 case "nowriteback", "no_writeback": writeback = false
                 case "passthrough": passthrough = true
@@ -78,7 +89,7 @@ struct MountOptions {
                     // unmount, coordinate, watch and the trash know a ContainerFS mount by its
                     // type; subtype=containerfs (what mount(8) may pass for -t fuse.containerfs) is taken.
                     guard value == "containerfs" else {
-                        throw CommandFailure("-o \(option): refused: a ContainerFS mount is known by its type \(MountTable.type) (unmount, coordinate, watch and the trash look for it)")
+                        throw ValidationError("-o \(option): refused: a ContainerFS mount is known by its type \(MountTable.type) (unmount, coordinate, watch and the trash look for it)")
                     }
                 case "attr_timeout": timeouts.attributes = try Self.number(option, value)
                 case "entry_timeout": timeouts.entries = try Self.number(option, value)
@@ -86,16 +97,17 @@ struct MountOptions {
                 case "claim_timeout": claimTimeout = Seconds.duration(try Self.number(option, value))
                 case "namespace_timeout": namespaceTimeout = Seconds.duration(try Self.number(option, value))
                 case "presenter_timeout": presenterTimeout = Seconds.duration(try Self.number(option, value))
+                case "control_timeout": controlTimeout = Seconds.duration(try Self.number(option, value))
                 case "threads": workerThreads = try Self.count(option, value, 1...Self.maxThreads)
                 case "idle_threads": idleThreads = try Self.count(option, value, 0...Self.maxThreads)
                 case _ where value == nil && Self.passedOn.contains(key): fuse.append(option)
-                default: throw CommandFailure("-o \(option): not a ContainerFS mount option (see containerfs help mount)")
+                default: throw ValidationError("-o \(option): not a ContainerFS mount option (see containerfs help mount)")
                 }
             }
         }
         // The kernel refuses passthrough alongside a writeback cache (it would own the pages).
         if passthrough && writeback {
-            throw CommandFailure("-o passthrough,writeback: choose one (the kernel cannot pass writes through and cache them)")
+            throw ValidationError("-o passthrough,writeback: choose one (the kernel cannot pass writes through and cache them)")
         }
         if uring { try Self.checkKernelRing() }
         // Without default_permissions nobody checks permissions: the daemon keeps its
@@ -145,7 +157,7 @@ struct MountOptions {
     /// At most 10^9 (seconds: 31 years), so that every conversion to whole milliseconds or
     /// nanoseconds fits; `inf` and `nan`, which `Double` parses, are refused too.
     private static func number(_ option: String, _ value: String?) throws -> Double {
-        guard let n = Seconds.parse(value) else { throw CommandFailure("-o \(option): \(Seconds.expectation)") }
+        guard let n = Seconds.parse(value) else { throw ValidationError("-o \(option): \(Seconds.expectation)") }
         return n
     }
 
@@ -155,7 +167,7 @@ struct MountOptions {
     /// A count of threads: a whole number (`threads=0.5` used to become 0).
     private static func count(_ option: String, _ value: String?, _ range: ClosedRange<Int>) throws -> Int {
         guard let value, let n = Int(value), range.contains(n) else {
-            throw CommandFailure("-o \(option): expects a whole number from \(range.lowerBound) to \(range.upperBound)")
+            throw ValidationError("-o \(option): expects a whole number from \(range.lowerBound) to \(range.upperBound)")
         }
         return n
     }

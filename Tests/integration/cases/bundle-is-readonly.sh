@@ -1,7 +1,7 @@
 # The bundle (NAME.app) is read-only through the mount: every mutation inside it gives
-# EROFS, for root too (SPEC §1; containers-and-wrappers §6 test 3); reading, mmap with
+# EROFS, for root too (docs/SEMANTICS.md §1); reading, mmap with
 # PROT_EXEC and running an executable from it work. The bundle directory itself is a
-# standard directory: it cannot be removed or renamed (EACCES, SPEC §1).
+# standard directory: it cannot be removed or renamed (EACCES, docs/SEMANTICS.md §1).
 . "$(dirname "$0")/../lib/common.sh"
 _users
 

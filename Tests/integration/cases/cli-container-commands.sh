@@ -1,7 +1,7 @@
 # `containerfs container create ID [--bundle DIR]`, `list [--json]`, `remove ID`,
 # `path ID --directory X`: without a mount (on the store, under its lock) and through a
 # live mount's daemon, whose kernel view changes at once; failures exit 1 with a message
-# naming the container or path and the reason (SPEC §2).
+# naming the container or path and the reason (docs/SEMANTICS.md §2).
 . "$(dirname "$0")/../lib/common.sh"
 S=$TEST_STORE M=$TEST_MNT
 
@@ -17,7 +17,7 @@ _assert_output "<plist/>" cat "$S/containers/org.example.beta/Beta.app/Contents/
 _assert_output "0755" fsop stat "$S/containers/org.example.beta/Beta.app/Contents/exe" perm
 _assert_exit 1 containerfs container create com.example.alpha --store "$S"
 [[ $_OUT == *com.example.alpha* ]] || _fail "duplicate create: message does not name the container: $_OUT"
-_assert_exit 1 containerfs container create not_valid --store "$S"
+_assert_exit 2 containerfs container create not_valid --store "$S"   # a usage error
 [[ $_OUT == *not_valid* ]] || _fail "invalid id: message does not name it: $_OUT"
 _assert_exit 1 containerfs container create com.example.gamma --bundle "$TEST_TMP/no-bundle" --store "$S"
 [[ $_OUT == *"$TEST_TMP/no-bundle"* ]] || _fail "missing bundle: message does not name it: $_OUT"
@@ -169,7 +169,7 @@ _assert_output "" fsop listdir "$BS/.staging"
 _assert_output "org.example.linked" fsop listdir "$BS/containers"
 
 # FIFOs, sockets and devices are skipped with a warning naming each (as for snapshots,
-# SPEC §4); the bundle is made. Before, they were skipped in silence.
+# docs/SEMANTICS.md §4); the bundle is made. Before, they were skipped in silence.
 SP=$TEST_TMP/special
 mkdir -p "$SP/sub"
 echo data >"$SP/data"

@@ -1,18 +1,21 @@
 # --version and --help; exit codes 0 success, 1 operation failed (message on stderr naming
-# the path and the reason, nothing on stdout), 2 usage error (SPEC §2).
+# the path and the reason, nothing on stdout), 2 usage error (docs/SEMANTICS.md §2).
 . "$(dirname "$0")/../lib/common.sh"
 
 _assert_exit 0 containerfs --version
-[[ $_OUT =~ ^[0-9]+\.[0-9]+(\.[0-9]+)? ]] || _fail "--version prints '$_OUT'"
+[[ $_OUT =~ ^containerfs\ [0-9]+\.[0-9]+\.[0-9]+$'\n'libfuse\ 3\.[0-9]+\.[0-9]+$'\n' ]] || _fail "--version prints '$_OUT'"
+[[ $_OUT == *"libfuse $(pkg-config --modversion fuse3)"* ]] || _fail "--version names another libfuse: $_OUT"
 _assert_exit 0 containerfs --help
-for word in mount unmount container USAGE; do
+[[ $(tr -s '\n ' '  ' <<<"$_OUT") == *"Exit status: 0 success, 1 the operation failed (stderr names the path and the reason), 2 usage error."* ]] ||
+    _fail "--help does not state the exit codes: $_OUT"
+for word in mount unmount status container USAGE; do
     [[ $_OUT == *"$word"* ]] || _fail "--help does not mention $word: $_OUT"
 done
 _assert_exit 0 containerfs help mount
 _assert_exit 0 containerfs help container create
 # help of a word that names no subcommand is a usage error (it printed the nearest help, exit 0)
 _assert_exit 2 containerfs help nosuch
-[[ $_OUT == *"'nosuch' is not a subcommand of containerfs (mount, unmount, container, inbox, purge, exclude, run, coordinate, watch)"* ]] || _fail "help nosuch: $_OUT"
+[[ $_OUT == *"'nosuch' is not a subcommand of containerfs (mount, unmount, status, container, trash, inbox, purge, exclude, run, coordinate, watch)"* ]] || _fail "help nosuch: $_OUT"
 _assert_exit 2 containerfs help container nosuch
 [[ $_OUT == *"'nosuch' is not a subcommand of container (create, list, remove, path)"* ]] || _fail "help container nosuch: $_OUT"
 _assert_exit 0 containerfs mount --help
@@ -44,7 +47,6 @@ check_failure() {   # check_failure NEEDLE CMD...
 check_failure "$TEST_TMP/nowhere" containerfs mount "$TEST_STORE" "$TEST_TMP/nowhere"
 check_failure "$TEST_TMP/nowhere" containerfs unmount "$TEST_TMP/nowhere"
 check_failure "$TEST_MNT" containerfs unmount "$TEST_MNT"
-check_failure bad_id containerfs container create bad_id --store "$TEST_STORE"
 check_failure "$TEST_STORE" containerfs container remove com.example.none --store "$TEST_STORE"   # not a store yet
 _assert_ok containerfs container create com.example.made --store "$TEST_STORE"
 check_failure com.example.none containerfs container remove com.example.none --store "$TEST_STORE"
@@ -67,7 +69,21 @@ usage containerfs container list --no-such-flag
 usage containerfs container remove
 usage containerfs container frobnicate
 usage containerfs container path com.example.x --directory no-such-directory --store "$TEST_STORE"
+usage containerfs container create bad_id --store "$TEST_STORE"
+usage containerfs container remove bad_id --store "$TEST_STORE"
+usage containerfs container path bad_id --store "$TEST_STORE"
+usage containerfs mount "$TEST_STORE" "$TEST_MNT" -o no_such_option
+usage containerfs mount "$TEST_STORE" "$TEST_MNT" -o attr_timeout=soon
+usage containerfs status --no-such-flag
+usage containerfs status a b
+usage env -C "$TEST_TMP" containerfs strayword
 ((${#wrong[@]} == 0)) || _fail "usage errors must exit 2: ${wrong[*]}"
+# the message of a usage error found while running names the argument and the rule
+_assert_exit 2 containerfs container create bad_id --store "$TEST_STORE"
+_assert_eq "containerfs: bad_id: not a valid bundle identifier (reverse-DNS: letters, digits, '-', at least two labels): invalid argument" "$_OUT" "invalid id"
+_assert_exit 2 env -C "$TEST_TMP" containerfs strayword
+[[ $_OUT == *"'strayword' is not a subcommand (mount, unmount, status, container, coordinate, watch, help), nor an existing mount point directory"* ]] ||
+    _fail "a stray word: $_OUT"
 
 # MARK: a mistyped subcommand is not taken for a new store
 # Without a subcommand the arguments are mount's, and mount makes a store that does not
@@ -75,7 +91,7 @@ usage containerfs container path com.example.x --directory no-such-directory --s
 # the command that would make such a store, and nothing is made or mounted.
 cd "$TEST_TMP"
 _assert_exit 2 containerfs stauts "$TEST_MNT"
-[[ $_OUT == *"'stauts' is not a subcommand (mount, unmount, container, inbox, purge, exclude, run, coordinate, watch, help), nor an existing store directory; to make a new store named stauts here: containerfs mount stauts $TEST_MNT"* ]] ||
+[[ $_OUT == *"'stauts' is not a subcommand (mount, unmount, status, container, trash, inbox, purge, exclude, run, coordinate, watch, help), nor an existing store directory; to make a new store named stauts here: containerfs mount stauts $TEST_MNT"* ]] ||
     _fail "unclear refusal: $_OUT"
 [[ ! -e $TEST_TMP/stauts ]] || _fail "a store named stauts was made"
 _assert_eq "" "$(_mount_fstype "$TEST_MNT")" "nothing mounted after the refusal"

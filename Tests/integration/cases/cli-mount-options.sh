@@ -4,7 +4,7 @@
 # fsname and subtype reach the kernel, the type is fuse.containerfs; mount(8) works with
 # `-t fuse.containerfs` and fstab-style generic options; bad mount points and options fail
 # with a message naming them; `containerfs unmount` unmounts cleanly, also when the mount
-# point is named through a symbolic link (SPEC §2, issue 2).
+# point is named through a symbolic link (docs/SEMANTICS.md §2, issue 2).
 . "$(dirname "$0")/../lib/common.sh"
 _users
 S=$TEST_STORE M=$TEST_MNT
@@ -68,7 +68,7 @@ fs_umount
 # Another subtype is refused (DESIGN.md 13): ContainerFS mounts are known by their type, and
 # with -o subtype=other `unmount` said "not a containerfs mount", `coordinate` and `watch`
 # "not under a ContainerFS mount".
-_assert_exit 1 containerfs mount "$S" "$M" -o subtype=other
+_assert_exit 2 containerfs mount "$S" "$M" -o subtype=other
 _assert_eq "containerfs: -o subtype=other: refused: a ContainerFS mount is known by its type fuse.containerfs (unmount, coordinate, watch and the trash look for it)" "$_OUT" "message for -o subtype=other"
 _assert_eq "" "$(_mount_fstype "$M")" "nothing mounted with another subtype"
 
@@ -144,9 +144,9 @@ _ok "unknown option refused (exit $rc): $out"
 # libfuse took max_read=1 and the mount then failed at INIT, after `mount` had said it was
 # live (exit 0, nothing mounted, in the background and with -f).
 for bad in max_read=1 blksize=4096 no_such_option; do
-    _assert_exit 1 containerfs mount "$S" "$M" -o "$bad"
+    _assert_exit 2 containerfs mount "$S" "$M" -o "$bad"
     _assert_eq "containerfs: -o $bad: not a ContainerFS mount option (see containerfs help mount)" "$_OUT" "message for -o $bad"
-    _assert_exit 1 timeout 20 "$CONTAINERFS" mount "$S" "$M" -o "ro,$bad" -f
+    _assert_exit 2 timeout 20 "$CONTAINERFS" mount "$S" "$M" -o "ro,$bad" -f
     _assert_eq "containerfs: -o $bad: not a ContainerFS mount option (see containerfs help mount)" "$_OUT" "message for -o ro,$bad -f"
 done
 # libfuse's and mount(8)'s own flags stay accepted.
@@ -157,14 +157,14 @@ _assert_ok containerfs unmount "$M"
 for bad in attr_timeout=inf claim_timeout=nan presenter_timeout=1e300 negative_timeout=-1; do
     rc=0
     out=$(containerfs mount "$S" "$M" -o "$bad" 2>&1) || rc=$?
-    _assert_eq 1 "$rc" "exit status for -o $bad"
+    _assert_eq 2 "$rc" "exit status for -o $bad (a usage error)"
     _assert_eq "containerfs: -o $bad: expects a number of seconds from 0 to 1000000000" "$out" "message for -o $bad"
 done
 # Thread counts are whole numbers, and a pool needs a thread.
 for bad in threads=0.5 threads=0 threads=1e300 threads=100001 idle_threads=-1 idle_threads=2.5; do
     rc=0
     out=$(containerfs mount "$S" "$M" -o "$bad" 2>&1) || rc=$?
-    _assert_eq 1 "$rc" "exit status for -o $bad"
+    _assert_eq 2 "$rc" "exit status for -o $bad (a usage error)"
     low=0
     [[ $bad == threads=* ]] && low=1
     _assert_eq "containerfs: -o $bad: expects a whole number from $low to 100000" "$out" "message for -o $bad"
@@ -223,3 +223,30 @@ _assert_ok mount -t fuse.containerfs -o defaults,nofail,x-foo,x-systemd.automoun
 _assert_eq "fuse.containerfs" "$(_mount_fstype "$M")" "type after mount -t with fstab options"
 _assert_ok containerfs unmount "$M"
 _assert_eq "" "$(_mount_fstype "$M")" "after unmount"
+
+# MARK: mount -t containerfs: mount(8) runs /sbin/mount.containerfs (scripts/install.sh puts
+# it beside the binary and links it there; scripts/test.sh links this checkout's), which runs
+# the containerfs beside it
+repo_helper=$(cd "$(dirname "$0")/../../.." && pwd)/scripts/mount.containerfs
+if [[ ! -e /sbin/mount.containerfs ]]; then
+    ln -sfn "$repo_helper" /usr/local/bin/mount.containerfs
+    ln -sfn /usr/local/bin/mount.containerfs /sbin/mount.containerfs
+fi
+[[ /sbin/mount.containerfs -ef $repo_helper ]] || _fail "mount(8) would run $(readlink -f /sbin/mount.containerfs), not $repo_helper"
+_assert_ok mount -t containerfs "$S" "$M"
+_assert_eq "fuse.containerfs" "$(_mount_fstype "$M")" "type after mount -t containerfs"
+_assert_output $'containers\nsnapshots' fsop listdir "$M"
+_assert_ok umount "$M"
+_wait_for 10 eval '! _is_mounted "$M"' || _fail "still mounted after umount"
+printf '%s %s containerfs defaults,nofail,attr_timeout=5 0 0\n' "$S" "$M" >"$TEST_TMP/fstab"
+_assert_ok mount -T "$TEST_TMP/fstab" "$M"
+_assert_eq "fuse.containerfs" "$(_mount_fstype "$M")" "type after an fstab line of type containerfs"
+_assert_eq "attr_timeout=5" "$(containerfs status --json "$M" | "$PY" -c 'import json,sys; print(",".join(json.load(sys.stdin)[0]["options"]))' | tr , '\n' | grep attr_timeout)" "the fstab line's options reach the daemon"
+_assert_ok containerfs unmount "$M"
+# -f (fake) does everything but mount
+_assert_ok mount -f -t containerfs "$S" "$M"
+_assert_eq "" "$(_mount_fstype "$M")" "nothing mounted by mount -f"
+# a wrong option is refused, and nothing is mounted
+_assert_exit 2 /sbin/mount.containerfs "$S" "$M" -o bogus
+[[ $_OUT == *"-o bogus: not a ContainerFS mount option"* ]] || _fail "mount.containerfs -o bogus: $_OUT"
+_assert_eq "" "$(_mount_fstype "$M")" "nothing mounted after -o bogus"

@@ -1,4 +1,4 @@
-# Only one daemon serves a store (SPEC §6, a lock file): a second mount of the same store,
+# Only one daemon serves a store (docs/SEMANTICS.md §6, a lock file): a second mount of the same store,
 # at another mount point, in the background or with -f or through mount(8), fails with a
 # clear message (naming the store and who holds it), exit status 1, and changes nothing:
 # the first mount keeps working, nothing is mounted at the second point, the store's

@@ -1,4 +1,4 @@
-# Nothing can make the daemon create or delete outside the store (SPEC §6: openat with
+# Nothing can make the daemon create or delete outside the store (docs/SEMANTICS.md §6: openat with
 # O_NOFOLLOW, never a path walk): `..` in names, bundle ids with dots, symlinks created
 # through the mount or planted in the store, a directory swapped for a symlink behind the
 # daemon's back, the CLI given `..`. Symlinks followed by the kernel on the caller's behalf
@@ -119,12 +119,12 @@ done()
 EOF
 _assert_output "precious" cat "$OUT/victim/file"
 
-# MARK: the CLI refuses ids that are paths
-_assert_exit 1 containerfs container create ../../escape --store "$TEST_STORE"
-_assert_exit 1 containerfs container create .. --store "$TEST_STORE"
-_assert_exit 1 containerfs container remove .. --store "$TEST_STORE"
-_assert_exit 1 containerfs container remove ../containers --store "$TEST_STORE"
-_assert_exit 1 containerfs container path ../../etc --store "$TEST_STORE"
+# MARK: the CLI refuses ids that are paths (usage errors: exit status 2)
+_assert_exit 2 containerfs container create ../../escape --store "$TEST_STORE"
+_assert_exit 2 containerfs container create .. --store "$TEST_STORE"
+_assert_exit 2 containerfs container remove .. --store "$TEST_STORE"
+_assert_exit 2 containerfs container remove ../containers --store "$TEST_STORE"
+_assert_exit 2 containerfs container path ../../etc --store "$TEST_STORE"
 _assert_exists "$TEST_STORE/containers/com.example.contained"
 _assert_missing "$TEST_STORE/escape"
 _assert_missing "$TEST_TMP/escape"

@@ -31,6 +31,35 @@ PYEOF
 )
 _assert_eq $'False 22 0\nFalse 71 5\nFalse 22 6\nTrue 7 True\nFalse 90\nNone\nTrue' "$out" "answers to bad requests, then service as usual"
 
+# MARK: `args` may be left out (status takes none); errors name the wrong field; paths that
+# climb out of the mount are refused for claims and presenters alike
+out=$("$PY" - "$SOCK" <<'PYEOF'
+import json, socket, sys
+s = socket.socket(socket.AF_UNIX); s.connect(sys.argv[1]); s.settimeout(10); f = s.makefile()
+def ask(raw):
+    s.sendall(raw + b"\n"); r = json.loads(f.readline())
+    print(r["id"], r["ok"], r.get("errno"), r.get("error"))
+ask(b'{"v":1,"id":1,"op":"status"}')
+ask(b'{"v":1,"op":"status"}')
+ask(b'{"v":1,"id":3}')
+ask(b'{"v":1,"id":"4","op":"status"}')
+ask(b'{"v":1,"id":5,"op":"claim","args":{"path":"containers","mode":1}}')
+ask(b'{"v":1,"id":6,"op":"claim","args":{"path":"containers/org.example.mine"}}')
+ask(b'{"v":1,"id":7,"op":"claim","args":{"path":"../../etc/passwd","mode":"read"}}')
+ask(b'{"v":1,"id":8,"op":"presenter.register","args":{"path":"containers/../../etc/passwd"}}')
+ask(b'{"v":1,"id":9,"op":"frobnicate"}')
+PYEOF
+)
+_assert_eq "1 True None None
+0 False 22 malformed request: id: missing
+3 False 22 malformed request: op: missing
+0 False 22 malformed request: id: expected an integer
+5 False 22 malformed request: args.mode: expected a string (args values are strings)
+6 False 22 mode: missing (read or write): invalid argument
+7 False 22 path: ../../etc/passwd: '..' leads outside the mount: invalid argument
+8 False 22 path: containers/../../etc/passwd: '..' leads outside the mount: invalid argument
+9 False 22 op: unknown operation 'frobnicate' (docs/CONTROL-PROTOCOL.md)" "$out" "args optional, errors name the field, '..' refused"
+
 # MARK: a claim's timeout out of range is EINVAL, from any user: it once trapped the daemon
 # (Int(inf)), leaving a dead mount; the CLI refuses it before asking
 timeouts() {

@@ -1,7 +1,7 @@
 # 50 opens waiting for a claim hold no FUSE worker thread (deferred replies): while they
 # wait, other requests are served (stat, reads, listings, writes and closes of other files,
-# creating and removing entries), and once the claim ends all 50 complete (SPEC §3;
-# coordination.md §8.6, §10 behaviour 29). libfuse's pool has at most 10 workers by default:
+# creating and removing entries), and once the claim ends all 50 complete (docs/SEMANTICS.md §3;
+# docs/SEMANTICS.md §3.4). libfuse's pool has at most 10 workers by default:
 # a daemon that slept in its handlers would stop answering here.
 . "$(dirname "$0")/../lib/common.sh"
 . "$(dirname "$0")/../lib/coordination.sh"

@@ -2,8 +2,8 @@
 # nothing: content operations after claim_timeout, namespace operations after
 # namespace_timeout (mount options, here 1 s each). `coordinate --timeout` gives up the
 # same way (exit 1, a message naming the path). A SIGSTOPped holder does not hang anyone
-# past the deadline, and SIGKILL of the holder releases its claim at once (SPEC §3;
-# coordination.md §8.7, §10 behaviours 30 and 44).
+# past the deadline, and SIGKILL of the holder releases its claim at once (docs/SEMANTICS.md §3;
+# docs/SEMANTICS.md §3.4).
 . "$(dirname "$0")/../lib/common.sh"
 . "$(dirname "$0")/../lib/coordination.sh"
 fs_mount -o claim_timeout=1,namespace_timeout=1

@@ -1,7 +1,7 @@
 # A cycle between explicit claims fails exactly one waiter with EDEADLK, at once, as POSIX
 # F_SETLKW does; the others go on once its claim ends: two `coordinate` commands each
 # holding one file and touching the other's (write/write and read/write), and a cycle of
-# three (SPEC §3; coordination.md §8.3, §10 behaviour 13).
+# three (docs/SEMANTICS.md §3.1).
 . "$(dirname "$0")/../lib/common.sh"
 . "$(dirname "$0")/../lib/coordination.sh"
 fs_mount

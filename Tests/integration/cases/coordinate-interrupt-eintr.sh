@@ -2,7 +2,7 @@
 # changed nothing; the waiter is dropped, so no claim leaks: once the holder ends, the next
 # access is not blocked, and waiters queued behind the interrupted one are served. A waiter
 # killed with SIGKILL, and a `coordinate` interrupted while it waits for its claim, are
-# cleaned up too (SPEC §3; coordination.md §8.7, §10 behaviour 28).
+# cleaned up too (docs/SEMANTICS.md §3.4).
 . "$(dirname "$0")/../lib/common.sh"
 . "$(dirname "$0")/../lib/coordination.sh"
 fs_mount

@@ -1,7 +1,7 @@
 # lookup, getattr, readlink, statfs, getxattr, listxattr and access never wait for claims
-# (SPEC §3's deviation from Apple): `stat`, `ls -l`, `readlink` of a file under a long
+# (docs/SEMANTICS.md §3's deviation from Apple): `stat`, `ls -l`, `readlink` of a file under a long
 # write claim, and of the items inside a directory under a write for deleting, answer at
-# once (coordination.md §8.5, §10 behaviours 37 and 38). The kernel's attribute and entry
+# once (docs/SEMANTICS.md §3.3). The kernel's attribute and entry
 # caches are off (timeouts 0), so every one of these reaches the daemon.
 . "$(dirname "$0")/../lib/common.sh"
 . "$(dirname "$0")/../lib/coordination.sh"

@@ -1,7 +1,7 @@
 # An O_NONBLOCK open that meets a conflicting claim fails with EAGAIN at once instead of
 # waiting, and changes nothing (an O_TRUNC open does not truncate); without a conflict
-# (another file, a shared read, the claim's own command) it succeeds (SPEC §3;
-# coordination.md §8.7, §10 behaviour 27).
+# (another file, a shared read, the claim's own command) it succeeds (docs/SEMANTICS.md §3;
+# docs/SEMANTICS.md §3.4).
 . "$(dirname "$0")/../lib/common.sh"
 . "$(dirname "$0")/../lib/coordination.sh"
 fs_mount

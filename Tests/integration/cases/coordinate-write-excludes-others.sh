@@ -1,8 +1,8 @@
 # While `containerfs coordinate --write f` runs, other processes' writes and reads of f
 # wait for it and complete once it ends; read claims share (a `cat` under a read claim is
 # not blocked, a write waits for it); the claim's command and its descendants are never
-# blocked by it, also a grandchild whose parent exited (SPEC §3; coordination.md §8.2,
-# §10 behaviours 27 and 35).
+# blocked by it, also a grandchild whose parent exited (docs/SEMANTICS.md §3.1,
+# §3.5).
 . "$(dirname "$0")/../lib/common.sh"
 . "$(dirname "$0")/../lib/coordination.sh"
 fs_mount

@@ -1,5 +1,5 @@
 # Documents/Inbox: read, list, delete and rename-out succeed; everything else fails with
-# EACCES (SPEC §1; containers-and-wrappers §1.5 "Inbox, completed" and §6 test 4), for root
+# EACCES (docs/SEMANTICS.md §1.2), for root
 # and for the container's owner. Files get there only by `inbox deliver`; here the test
 # puts them into the store before mounting.
 . "$(dirname "$0")/../lib/common.sh"

@@ -1,7 +1,7 @@
-# File identity (SPEC §1): st_ino is the store's inode number, unchanged by renames within
+# File identity (docs/SEMANTICS.md §1): st_ino is the store's inode number, unchanged by renames within
 # a container, between its areas, into the trash and back, and across an unmount and
 # mount; `ls -i` (d_ino) agrees with stat; every path of the mount has one st_dev
-# (containers-and-wrappers §6 tests 9 and 12).
+#.
 . "$(dirname "$0")/../lib/common.sh"
 fs_mount
 C=$(_mkcontainer com.example.ids)

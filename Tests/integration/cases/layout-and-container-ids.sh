@@ -1,4 +1,4 @@
-# The mounted layout (SPEC §1): a virtual root with containers/ and snapshots/, a container
+# The mounted layout (docs/SEMANTICS.md §1): a virtual root with containers/ and snapshots/, a container
 # made by `mkdir containers/ID` or `container create` gets every standard directory; an
 # invalid bundle id is EINVAL and creates nothing; the root and containers/ refuse every
 # other mutation with EACCES; `.Trash-UID` is made only by its own uid.

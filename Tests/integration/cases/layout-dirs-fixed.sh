@@ -1,6 +1,6 @@
 # The standard directories (NAME.app, Documents, Documents/Inbox, Library, its three
 # subdirectories, tmp) cannot be removed or renamed through the mount, by root or by the
-# owner, even when empty: EACCES (SPEC §1). Nothing may take their place either (rename
+# owner, even when empty: EACCES (docs/SEMANTICS.md §1). Nothing may take their place either (rename
 # over them, RENAME_EXCHANGE). What is inside them stays ordinary; the container root takes
 # new entries (dot-files of programs run with HOME there), but no second bundle.
 . "$(dirname "$0")/../lib/common.sh"

@@ -2,7 +2,7 @@
 # mount on the very next call, with the default (long) cache timeouts: the daemon watches
 # the store and invalidates the kernel's cached data, attributes and entries. New bytes,
 # a new size, a new mode and mtime, a new file (even one just looked up as missing), a
-# deleted file and a rename (SPEC §3; coordination.md §8.10, §10 behaviours 42c and 43).
+# deleted file and a rename (docs/SEMANTICS.md §3.7).
 # No sleeps: each check reads right after the store was changed.
 . "$(dirname "$0")/../lib/common.sh"
 fs_mount

@@ -20,7 +20,7 @@ if [[ -r /proc/config.gz ]] && ! zcat /proc/config.gz | grep -x 'CONFIG_FUSE_PAS
     _skip "kernel $(uname -r) built without CONFIG_FUSE_PASSTHROUGH"
 fi
 _users
-_assert_exit 1 "$CONTAINERFS" mount "$TEST_STORE" "$TEST_MNT" -o passthrough,writeback
+_assert_exit 2 "$CONTAINERFS" mount "$TEST_STORE" "$TEST_MNT" -o passthrough,writeback   # a usage error
 [[ $_OUT == *"-o passthrough,writeback: choose one"* ]] || _fail "unclear refusal: $_OUT"
 fs_mount -o passthrough
 D=$(_open_documents com.example.passthrough)

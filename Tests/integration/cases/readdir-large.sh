@@ -2,7 +2,7 @@
 # A 5000-entry directory lists exactly 5000 entries plus . and .. (ls, os.listdir, getdents
 # with a small buffer, after a remount), every d_ino equal to st_ino (`ls -i`); creating
 # and deleting entries during a listing neither repeats nor drops an untouched entry
-# (containers-and-wrappers §6 tests 12 and 15).
+#.
 . "$(dirname "$0")/../lib/common.sh"
 # The 5000 entries are made in the store before mounting (creation through the mount is
 # the business of other cases; a debug daemon takes ~4 ms per create, this keeps it quick).
@@ -95,7 +95,7 @@ _assert_output 5000 sh -c "ls -l '$B' | grep -c '^-rw-r--r-- 1 root root 0 '"
 _assert_output 0 sh -c "ls -i '$B' | awk '{ print \$2, \$1 }' | sort >'$TEST_TMP/d_ino'; cd '$B' && stat -c '%n %i' * | sort >'$TEST_TMP/st_ino'; diff '$TEST_TMP/d_ino' '$TEST_TMP/st_ino' | grep -c '^[<>]' || true"
 
 # Dot-files and AppleDouble `._*` files are listed like any other; `rm -r` of a directory
-# holding only `._x` succeeds (containers-and-wrappers §6 test 16).
+# holding only `._x` succeeds.
 mkdir "$C/Documents/dots"
 touch "$C/Documents/dots/._x" "$C/Documents/dots/.hidden"
 _assert_output $'._x\n.hidden' sh -c "ls -A '$C/Documents/dots'"

@@ -1,7 +1,7 @@
 # Containers are separate volumes to their apps: rename and link between two containers
-# give EXDEV (SPEC §1), asserted with the system calls themselves (`mv` hides EXDEV behind
+# give EXDEV (docs/SEMANTICS.md §1), asserted with the system calls themselves (`mv` hides EXDEV behind
 # copy and delete; it must still complete). Renames into and out of the volume's trash work
-# from every container and keep the inode (containers-and-wrappers §6 tests 9, 10).
+# from every container and keep the inode.
 . "$(dirname "$0")/../lib/common.sh"
 fs_mount
 A=$(_mkcontainer com.example.alpha)

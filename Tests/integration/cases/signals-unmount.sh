@@ -1,6 +1,6 @@
 # SIGTERM, SIGINT and SIGHUP make the daemon unmount cleanly and exit 0, for `-f` and for
 # the background daemon, releasing the store at once (it mounts again); even a busy mount
-# (a process inside it, a file open) goes away (SPEC §2, issue 2).
+# (a process inside it, a file open) goes away (docs/SEMANTICS.md §2, issue 2).
 . "$(dirname "$0")/../lib/common.sh"
 S=$TEST_STORE M=$TEST_MNT
 

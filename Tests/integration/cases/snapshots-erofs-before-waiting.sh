@@ -1,8 +1,8 @@
 # Under snapshots/ every mutation fails with EROFS at once, before any waiting: while a
 # `coordinate --write` claim is held on something else (a container file the mutation would
 # also touch), and while conflicting claims are held on the snapshot file, its directory and
-# snapshots/ itself. Reads there never wait (SPEC §1, §3; coordination.md §8.4, §8.7, §10
-# behaviour 36). Linking from a snapshot into a container is EXDEV (SPEC §4).
+# snapshots/ itself. Reads there never wait (docs/SEMANTICS.md §1, §3; docs/SEMANTICS.md §3.2, §3.4
+# behaviour 36). Linking from a snapshot into a container is EXDEV (docs/SEMANTICS.md §4).
 . "$(dirname "$0")/../lib/common.sh"
 . "$(dirname "$0")/../lib/coordination.sh"
 # A snapshot directory made in the store before mounting.
@@ -97,8 +97,8 @@ _assert_output "" fsop listdir "$SS/sub"
 _assert_output "x" fsop listdir "$TEST_STORE/snapshots"
 _assert_output "outside" cat "$O"
 
-# MARK: reads under snapshots/ never wait, even for conflicting claims (§10 behaviour 36;
-# §8.4: a snapshot's content never changes through the mount)
+# MARK: reads under snapshots/ never wait, even for conflicting claims (docs/SEMANTICS.md
+# §3.2, §3.4: a snapshot's content never changes through the mount)
 _hold file --write "$S/file"
 reads_answer "write claim on snapshots/x/file"
 _release file

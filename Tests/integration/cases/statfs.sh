@@ -1,4 +1,4 @@
-# statfs through the mount reports the backing store's file system (SPEC §1; issue 2):
+# statfs through the mount reports the backing store's file system (docs/SEMANTICS.md §1; issue 2):
 # the same block size, size and inode totals at every path of the mount; free space
 # follows writes made through the mount; df shows the mount with the store's size.
 . "$(dirname "$0")/../lib/common.sh"

@@ -2,8 +2,8 @@
 # before-access requests it is sent and the events after each change, in commit order:
 # for changes through the mount (never marked uncoordinated), for changes made directly in
 # the backing store (marked uncoordinated), for a path that does not exist yet once an item
-# is created there, and for containers made through the mount and by the CLI (SPEC §2, §3;
-# docs/CONTROL-PROTOCOL.md; coordination.md §8.9, §8.10, §10 behaviours 21, 24, 42, 46, 48).
+# is created there, and for containers made through the mount and by the CLI (docs/SEMANTICS.md §2, §3;
+# docs/CONTROL-PROTOCOL.md; docs/SEMANTICS.md §3.6, §3.7).
 . "$(dirname "$0")/../lib/common.sh"
 . "$(dirname "$0")/../lib/coordination.sh"
 fs_mount

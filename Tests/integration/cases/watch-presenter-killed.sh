@@ -3,8 +3,8 @@
 # skipped at the presenter deadline and sent `resync` once it runs again. A `watch
 # --refuse ERRNO` fails accesses with that errno only for callers of its own uid (or any
 # caller, when it runs as root); another user's refusal is ignored, though that presenter
-# is still told of the changes (SPEC §3; docs/CONTROL-PROTOCOL.md; coordination.md §8.7, §10 behaviours
-# 15 and 16).
+# is still told of the changes (docs/SEMANTICS.md §3.6;
+# docs/CONTROL-PROTOCOL.md).
 . "$(dirname "$0")/../lib/common.sh"
 . "$(dirname "$0")/../lib/coordination.sh"
 _users

@@ -1,5 +1,5 @@
 # shellcheck shell=bash
-# Verbs for the coordination cases (SPEC §3, reference/coordination.md §8, §10): explicit
+# Verbs for the coordination cases (docs/SEMANTICS.md §3): explicit
 # claims held by `containerfs coordinate`, presenters started with `containerfs watch`, and
 # callers parked in the daemon. Sourced after common.sh:
 #     . "$(dirname "$0")/../lib/coordination.sh"
