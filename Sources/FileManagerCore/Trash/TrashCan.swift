@@ -75,9 +75,11 @@ public struct TrashCan {
         journal = TrashJournal(database: store.database)
     }
 
+    /// Runs `body` with the caller's rights, capabilities dropped: the kernel checks them
+    /// at every step through the mount, as for the caller's own system calls.
     private func asCaller<R>(_ body: () throws(FileManagerError) -> R) throws(FileManagerError) -> R {
         guard let caller else { return try body() }
-        return try Credentials.asCaller(caller, body)
+        return try Credentials.withAccessChecks { () throws(FileManagerError) -> R in try Credentials.asCaller(caller, body) }
     }
 
     private func display(_ relative: [UInt8]) -> String {
