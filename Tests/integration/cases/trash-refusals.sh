@@ -165,6 +165,19 @@ _assert_output "$M/containers/com.example.gone/Documents/g.txt" containerfs tras
 _assert_output "g" cat "$M/containers/com.example.gone/Documents/g.txt"
 _assert_output "" list
 
+# MARK: empty --older-than takes only what is old enough; an unknown name is refused
+echo old >"$C/Documents/old.txt"
+echo new >"$C/Documents/new.txt"
+_assert_output "$T/files/old.txt
+$T/files/new.txt" containerfs trash "$C/Documents/old.txt" "$C/Documents/new.txt"
+sed -i 's/^DeletionDate=.*/DeletionDate=2020-01-01T00:00:00/' "$T/info/old.txt.trashinfo"
+_assert_output "removed 1 item, 4 bytes" containerfs trash empty --older-than 30d --store "$S"
+_assert_output "new.txt" sh -c "containerfs trash list --store '$S' | cut -f1"
+_assert_exit 1 containerfs trash empty nosuch --store "$S"
+_assert_eq "containerfs: nosuch: no such item in the trash (\`containerfs trash list\` shows the names)" "$_OUT" "empty of an unknown name"
+_assert_output "removed 1 item, 4 bytes" containerfs trash empty new.txt --store "$S"
+_assert_output "" list
+
 # MARK: usage errors exit 2; a path outside any mount or store, and an unknown name, 1
 _assert_exit 2 containerfs trash
 [[ $_OUT == "Error: Missing expected argument '<paths> ...'"* ]] || _fail "trash without a path: $_OUT"
