@@ -1,4 +1,5 @@
 import ArgumentParser
+import FileManagerCore
 import Glibc
 
 /// `containerfs`: mounts a store and manages what lives in it (docs/SEMANTICS.md §2).
@@ -54,27 +55,9 @@ struct ContainerFSCommand: ParsableCommand {
         for index in 1..<Int(CommandLine.argc) {
             guard let raw = CommandLine.unsafeArgv[index], String(validatingCString: raw) == nil else { continue }
             let bytes = Array(UnsafeBufferPointer(start: UnsafeRawPointer(raw).assumingMemoryBound(to: UInt8.self), count: strlen(raw)))
-            FileHandleOutput.standardError("containerfs: \(escapingInvalidUTF8(bytes)): not valid UTF-8 (ContainerFS takes paths and names in UTF-8 only: use a name that is)\n")
+            FileHandleOutput.standardError("containerfs: \(Bytes.display(bytes)): not valid UTF-8 (ContainerFS takes paths and names in UTF-8 only: use a name that is)\n")
             Glibc.exit(1)
         }
-    }
-
-    /// `bytes` as text, each byte that is not part of a valid UTF-8 sequence as `\xHH`.
-    static func escapingInvalidUTF8(_ bytes: [UInt8]) -> String {
-        var text = ""
-        var i = 0
-        while i < bytes.count {
-            let lead = bytes[i]
-            let length = lead < 0x80 ? 1 : (0xC2...0xDF).contains(lead) ? 2 : (0xE0...0xEF).contains(lead) ? 3 : (0xF0...0xF4).contains(lead) ? 4 : 0
-            if length > 0, i + length <= bytes.count, let valid = String(validating: bytes[i..<i + length], as: UTF8.self) {
-                text += valid
-                i += length
-            } else {
-                text += "\\x" + String(lead, radix: 16, uppercase: true)
-                i += 1
-            }
-        }
-        return text
     }
 
     /// `help WORD…` names subcommands: swift-argument-parser prints the nearest one's help

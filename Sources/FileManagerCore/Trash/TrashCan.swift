@@ -479,7 +479,7 @@ extension ContainerRegistry {
     public func remove(_ id: BundleIdentifier, permanently: Bool, force: Bool, caller: Caller,
                        trash: TrashCan) throws(FileManagerError) -> FilePath? {
         guard let owner = owner(of: id) else { throw .noSuchItem("containers/\(id)") }
-        guard caller.isRoot || caller.uid == owner else { throw .permissionDenied("containers/\(id) (it belongs to uid \(owner))") }
+        guard caller.isRoot || caller.uid == owner else { throw .permissionDenied("containers/\(id)") }
         let inUse = { (id: BundleIdentifier) -> Bool in !force && !runningPrograms(of: id).isEmpty }
         if permanently || record(id) == nil {  // a stray entry under the id is no container to keep
             if inUse(id) {

@@ -68,8 +68,8 @@ _assert_exit 1 _as_user "$U1" containerfs container path com.example.notes --dir
 _assert_eq "containerfs: containers/com.example.notes: only its owner (uid 0) or root may make an item replacement directory in it: permission denied" "$_OUT" "another's container"
 _assert_exit 1 containerfs container path com.example.none --directory item-replacement --store "$S"
 _assert_eq "containerfs: containers/com.example.none: no such file or directory" "$_OUT" "unknown container"
-# An invalid id fails as it does for every `container` subcommand (exit 1, naming it).
-_assert_exit 1 containerfs container path not_valid --directory item-replacement --store "$S"
+# An invalid id is a usage error, as for every `container` subcommand (exit 2, naming it).
+_assert_exit 2 containerfs container path not_valid --directory item-replacement --store "$S"
 [[ $_OUT == *"not_valid: not a valid bundle identifier"* ]] || _fail "invalid id: $_OUT"
 _assert_exit 2 containerfs container path com.example.notes --directory documents --for "$C" --store "$S"
 [[ $_OUT == *"--for goes with --directory item-replacement"* ]] || _fail "--for without item-replacement: $_OUT"

@@ -82,7 +82,7 @@ usage env -C "$TEST_TMP" containerfs strayword
 _assert_exit 2 containerfs container create bad_id --store "$TEST_STORE"
 _assert_eq "containerfs: bad_id: not a valid bundle identifier (reverse-DNS: letters, digits, '-', at least two labels): invalid argument" "$_OUT" "invalid id"
 _assert_exit 2 env -C "$TEST_TMP" containerfs strayword
-[[ $_OUT == *"'strayword' is not a subcommand (mount, unmount, status, container, coordinate, watch, help), nor an existing mount point directory"* ]] ||
+[[ $_OUT == *"'strayword' is not a subcommand (mount, unmount, status, container, trash, inbox, purge, exclude, run, coordinate, watch, help), nor an existing mount point directory"* ]] ||
     _fail "a stray word: $_OUT"
 
 # MARK: a mistyped subcommand is not taken for a new store

@@ -96,7 +96,7 @@ _assert_output "kept" cat "$D/kept.txt"
 _assert_output $'com.example.notes\t0\norg.example.user\t'"$U1_UID" sh -c "containerfs container list --store '$S' | cut -f1,3 | sed 's/uid //'"
 # Another user may not remove it; a run in it holds it, unless --force.
 _assert_exit 1 _as_user "$U1" containerfs container remove com.example.notes --store "$S"
-_assert_eq "containerfs: containers/com.example.notes (it belongs to uid 0): permission denied" "$_OUT" "not the owner"
+_assert_eq "containerfs: containers/com.example.notes: permission denied" "$_OUT" "not the owner"
 containerfs run --store "$S" com.example.notes -- sleep 30 &
 runner=$!
 _wait_for 10 eval '[[ -n $(sqlite3 "$S/containerfs.db" "select 1 from container_runs limit 1" 2>/dev/null) ]]' || _fail "run not recorded"
