@@ -148,8 +148,17 @@ extension Volume {
         let replacedZone = replaced.map {
             destinationZone.child(named: newName, isDirectory: ($0.st_mode & S_IFMT) == S_IFDIR, key: UInt64($0.st_ino))
         }
-        try Zone.checkRename(item: itemZone, from: sourceZone, to: destinationZone, replacing: replacedZone,
-                             newName: newName, exchange: exchange)
+        // A trashed container put back by a trash tool (trash-restore, gio) comes back as a
+        // container, never over one; anything else moves into `containers/` only by mkdir.
+        let restoresContainer = Volume.restoresContainer(item: st, from: sourceZone, to: destinationZone, newName, exchange: exchange)
+        var flags = flags
+        if restoresContainer {
+            flags |= RENAME_NOREPLACE
+        } else {
+            try Zone.checkRename(item: itemZone, from: sourceZone, to: destinationZone, replacing: replacedZone,
+                                 newName: newName, exchange: exchange)
+        }
+        defer { if restoresContainer { registry.reconcile() } }
         if exchange, let replacedZone {
             try Zone.checkRename(item: replacedZone, from: destinationZone, to: sourceZone, replacing: itemZone,
                                  newName: name, exchange: true)
@@ -223,6 +232,14 @@ extension Volume {
            let other = items.item(UInt64(displaced.st_ino)) {
             nameRemovedThroughMount(other, newParent, newName)
         }
+    }
+
+    /// Whether a rename is a trashed container's way back: a directory from the trash to
+    /// `containers/` under a valid bundle id (`rename`).
+    static func restoresContainer(item st: stat, from source: Zone, to destination: Zone,
+                                  _ newName: UnsafePointer<CChar>, exchange: Bool) -> Bool {
+        guard !exchange, source == .trash, destination == .containers, (st.st_mode & S_IFMT) == S_IFDIR else { return false }
+        return BundleIdentifier.isValid(Array(UnsafeRawBufferPointer(start: newName, count: strlen(newName))))
     }
 
     /// A name of `st`'s file is about to go through the mount: if the kernel holds the file

@@ -14,8 +14,6 @@
 #   and trash-restore 0.17 decodes Path= as UTF-8 with replacement: such an item comes back
 #   under U+FFFD instead of its byte. `gio trash` and `containerfs trash restore` keep it.
 # - `containerfs trash PATH` takes UTF-8 paths only (as every containerfs command).
-# - trash-restore of a removed container (`containerfs container remove`) fails and leaves
-#   an empty container of that id (below, where it is asserted).
 # - `gio trash FILE` works on the mount: it is GLib itself (GLocalFile's trash: the mount
 #   found in /proc/self/mountinfo must not be "system internal", or GLib says "Trashing on
 #   system internal mounts is not supported"; fuse.containerfs is no system file system
@@ -192,12 +190,10 @@ roundtrip "$M/containers/com.example.notes/Documents" "$M/.Trash-0"
 [[ ,$(_mount_line "$M" | awk '{ print $NF }'), == *,allow_other,* ]] || _fail "the mount lacks allow_other: users cannot reach it"
 _ok "allow_other (root's mount, by default): users reach the mount"
 
-# A removed container is one trashed directory: trash-list shows it, but trash-restore
-# cannot bring it back: its rename into containers/ is EACCES there (only mkdir of a
-# container is allowed), so Python's shutil.move falls back to copying, whose mkdir makes a
-# new, empty container of that id, and then every standard directory "exists". It exits 1
-# and leaves the empty container; the item stays in the trash, and `containerfs trash
-# restore` (which moves it in the store) restores it once the empty one is gone.
+# A removed container is one trashed directory: trash-list shows it and trash-restore
+# brings it back as a container, by the rename the mount allows for a directory from the
+# trash to containers/ under a valid id (never over one, DESIGN.md 48); anything else
+# moves into containers/ only by mkdir.
 R=$M/containers/com.example.removed
 _mkcontainer com.example.removed >/dev/null
 mkdir -p "$R/Documents/dir/sub"
@@ -207,13 +203,19 @@ _assert_output "$M/.Trash-0/files/com.example.removed" containerfs container rem
 _assert_output "com.example.removed	DATE	10	$R" cfs_list
 _assert_output "com.example.removed|com.example.removed|10|$R|directory|-" cfs_json com.example.removed
 _assert_output "$R" tl
-_assert_errno EACCES fsop rename "$M/.Trash-0/files/com.example.removed" "$R"
-_assert_exit 1 sh -c "echo 0 | trash-restore '$R'"
-[[ $_OUT == *"[Errno 17] File exists: '$R/Documents'"* ]] || _fail "trash-restore of a container: $_OUT"
-_assert_output "Inbox" fsop listdir "$R/Documents"
-_assert_output "com.example.removed	DATE	10	$R" cfs_list
+mkdir "$M/.Trash-0/files/not-an-id"
+_assert_errno EACCES fsop rename "$M/.Trash-0/files/not-an-id" "$M/containers/not-an-id"
+rmdir "$M/.Trash-0/files/not-an-id"
+_assert_ok sh -c "echo 0 | trash-restore '$R'"
+_assert_output "12345 abc" sh -c "echo \$(cat '$R/Documents/dir/sub/f' '$R/Documents/dir/g')"
+_assert_output "com.example.removed" sh -c "containerfs container list --store '$S' | cut -f1 | grep removed"
+_assert_output "" cfs_list
+# Over an existing container it is refused (EEXIST), both ways.
+_assert_output "$M/.Trash-0/files/com.example.removed" containerfs container remove com.example.removed --store "$S"
+_mkcontainer com.example.removed >/dev/null
+_assert_errno EEXIST fsop rename "$M/.Trash-0/files/com.example.removed" "$R"
 _assert_exit 1 containerfs trash restore com.example.removed --store "$S"
-_assert_eq "containerfs: $R (a container with this id exists: restore never overwrites): an item with that name already exists" "$_OUT" "restore over the empty container"
+_assert_eq "containerfs: $R (a container with this id exists: restore never overwrites): an item with that name already exists" "$_OUT" "restore over a container"
 _assert_ok containerfs container remove com.example.removed --permanently --store "$S"
 _assert_output "$R" containerfs trash restore com.example.removed --store "$S"
 _assert_output "12345 abc" sh -c "echo \$(cat '$R/Documents/dir/sub/f' '$R/Documents/dir/g')"
