@@ -204,7 +204,17 @@ struct StoreOption: ParsableArguments {
     /// The store, through its daemon or directly. Only `creating` (`container create`) may
     /// make it, in a missing or empty directory (DESIGN.md 37).
     func access(exclusive: Bool = true, creating: Bool = false) throws -> Access {
-        try Self.access(path, exclusive: exclusive, creating: creating)
+        sayWhichStoreIfAmbiguous()
+        return try Self.access(path, exclusive: exclusive, creating: creating)
+    }
+
+    /// With neither `--store` nor `CONTAINERFS_STORE` and more than one live mount, the
+    /// default store may not be the one meant: say which is used.
+    func sayWhichStoreIfAmbiguous() {
+        guard storePath == nil, getenv("CONTAINERFS_STORE") == nil else { return }
+        let mounts = MountTable.entries()
+        guard mounts.count > 1 else { return }
+        FileHandleOutput.standardError("containerfs: using the store \(path) (\(mounts.count) ContainerFS mounts are live, of \(mounts.map(\.source).joined(separator: ", ")); --store or CONTAINERFS_STORE picks another)\n")
     }
 
     static func access(_ path: FilePath, exclusive: Bool = true, creating: Bool = false) throws -> Access {

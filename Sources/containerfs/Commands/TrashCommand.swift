@@ -129,6 +129,7 @@ struct TrashCommand: ParsableCommand {
 
         func run() throws {
             try failing {
+                store.sayWhichStoreIfAmbiguous()
                 let items = try Target.of(store.path, exclusive: false).list()
                 if json {
                     let rows = items.map { row -> [String: Any] in
@@ -164,6 +165,7 @@ struct TrashCommand: ParsableCommand {
 
         func run() throws {
             try failing {
+                store.sayWhichStoreIfAmbiguous()
                 let target = try Target.of(store.path)
                 for shown in names {
                     let encoded = try target.encodedName(shown)
@@ -208,6 +210,7 @@ struct TrashCommand: ParsableCommand {
 
         func run() throws {
             try failing {
+                store.sayWhichStoreIfAmbiguous()
                 let target = try Target.of(store.path)
                 let encoded = try names.map { try target.encodedName($0) }
                 let age = olderThan.flatMap(Self.seconds)

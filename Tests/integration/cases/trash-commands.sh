@@ -132,3 +132,14 @@ _assert_exit 2 containerfs trash empty --older-than soon --store "$S"
 _assert_exit 2 containerfs trash restore a b --to "$SD" --store "$S"
 _assert_exit 1 containerfs trash /etc/hostname
 _assert_eq "containerfs: /etc/hostname: not under a ContainerFS mount, nor in a store's containers/" "$_OUT" "outside"
+
+# MARK: with two live mounts and no --store, the store used is named
+fs_mount
+_assert_ok containerfs container create com.example.other --store "$TEST_TMP/other"
+fs_mount_at "$TEST_TMP/other" "$TEST_TMP/other-mnt"
+_assert_exit 1 env -u CONTAINERFS_STORE HOME="$TEST_TMP/home" XDG_DATA_HOME= containerfs trash list
+_assert_eq "containerfs: using the store $TEST_TMP/home/.local/share/containerfs (2 ContainerFS mounts are live, of $S, $TEST_TMP/other; --store or CONTAINERFS_STORE picks another)
+containerfs: $TEST_TMP/home/.local/share/containerfs: not a ContainerFS store (no such directory)" "$_OUT" "ambiguous store"
+_assert_output "" env CONTAINERFS_STORE="$TEST_TMP/other" containerfs trash list
+fs_umount "$TEST_TMP/other-mnt"
+fs_umount
