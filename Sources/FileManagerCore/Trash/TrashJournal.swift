@@ -105,14 +105,35 @@ struct TrashJournal {
         switch entry.operation {
         case .trash:
             // Not moved: the info file reserved for it goes, if it is the one written for
-            // this item (another program may have taken the name meanwhile).
-            if !inFiles, let info = trash.readInfo(entry.name), info.path == entry.path { trash.removeInfo(entry.name) }
+            // this item (another program may have taken the name meanwhile), or what a
+            // crash between its O_EXCL creation and its write left of it (empty, or a
+            // beginning of what it was to hold): such a file names no item and stayed for good.
+            if !inFiles, isReservation(entry, in: trash) { trash.removeInfo(entry.name) }
         case .restore:
             // Moved out: its info file goes; still there: it stays whole in the trash.
             if !inFiles { trash.removeInfo(entry.name) }
         case .empty:
             if !inFiles { trash.removeInfo(entry.name) }
         }
+    }
+}
+
+extension TrashJournal {
+    /// Whether the info file of `entry.name` is the one this trash operation reserved: it
+    /// names `entry.path`, or it is a beginning (possibly empty) of such a file.
+    fileprivate static func isReservation(_ entry: Entry, in trash: TrashDirectory) -> Bool {
+        if let info = trash.readInfo(entry.name), info.path == entry.path { return true }
+        guard let fd = try? withCName(TrashNaming.infoName(entry.name), { p throws(Errno) in
+            try Syscall.openat(trash.info, p, O_RDONLY | O_NOFOLLOW | O_NONBLOCK)
+        }) else { return false }
+        defer { Syscall.close(fd) }
+        guard let st = try? Syscall.fstat(fd), (st.st_mode & S_IFMT) == S_IFREG else { return false }
+        var head: [UInt8] = Array("[Trash Info]\nPath=".utf8)
+        head.append(contentsOf: TrashInfo.percentEncoded(entry.path))
+        guard st.st_size <= head.count else { return false }
+        var data = [UInt8](repeating: 0, count: Int(st.st_size))
+        let n = data.withUnsafeMutableBytes { Glibc.pread(fd, $0.baseAddress, $0.count, 0) }
+        return n == data.count && head.starts(with: data)
     }
 }
 
