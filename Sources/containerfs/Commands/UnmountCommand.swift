@@ -1,5 +1,6 @@
 import ArgumentParser
 import FileManagerCore
+import Foundation
 import Glibc
 import SystemPackage
 
@@ -25,7 +26,10 @@ struct UnmountCommand: ParsableCommand {
                 }
                 throw CommandFailure("\(path): not a containerfs mount")
             }
-            let (status, errors) = try Subprocess.runCapturingErrors(["fusermount3", "-u"] + (lazy ? ["-z"] : []) + [path])
+            var (status, errors) = try Subprocess.runCapturingErrors(["fusermount3", "-u"] + (lazy ? ["-z"] : []) + [path])
+            if status != 0, !lazy, errors.contains("busy"), Self.abortIfDaemonDied(mount) {
+                (status, errors) = try Subprocess.runCapturingErrors(["fusermount3", "-u", path])
+            }
             guard status == 0 else {
                 let busy = errors.contains("busy") && !lazy ? " (in use: close what uses it, or containerfs unmount --lazy)" : ""
                 throw CommandFailure("\(path): unmount failed: \(errors.isEmpty ? "fusermount3 exited with status \(status)" : errors)\(busy)")
@@ -36,5 +40,25 @@ struct UnmountCommand: ParsableCommand {
                 for _ in 0..<200 where store.lockHolder() != nil { usleep(50_000) }
             }
         }
+    }
+
+    /// A daemon killed while one of its threads waited on its own mount (a trash move,
+    /// DESIGN.md 48) cannot finish dying: that request waits for an answer only the dead
+    /// daemon could give, and keeps the mount busy and the store locked. When the holder
+    /// of the store lock is gone or a zombie, the connection is aborted (fusectl, root
+    /// only), which ends the wait; true when it was.
+    static func abortIfDaemonDied(_ mount: MountTable.Entry) -> Bool {
+        guard geteuid() == 0, let store = try? Store(at: FilePath(mount.source), create: false),
+              let holder = store.lockHolder(), holder.hasPrefix("pid "),
+              let pid = Int32(holder.dropFirst(4).prefix(while: \.isNumber)) else { return false }
+        let state = (try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8))?
+            .split(separator: "\n").first { $0.hasPrefix("State:") }
+        guard state == nil || state!.contains("(zombie)") || state!.contains("(dead)") else { return false }
+        guard let minor = mount.device.split(separator: ":").last,
+              let fd = Optional(open("/sys/fs/fuse/connections/\(minor)/abort", O_WRONLY | O_CLOEXEC)), fd >= 0 else { return false }
+        defer { close(fd) }
+        guard write(fd, "1", 1) == 1 else { return false }
+        for _ in 0..<200 where store.lockHolder() != nil { usleep(50_000) }
+        return true
     }
 }
