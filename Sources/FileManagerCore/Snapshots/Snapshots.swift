@@ -63,18 +63,20 @@ public struct Snapshots {
     /// defaults to `ID-YYYY-MM-DDTHH-MM-SS` (UTC), made unique with `.2`, `.3`, …;
     /// `expiresAfter` seconds from now, if given.
     public func publish(_ source: String, name wanted: String? = nil, expiresAfter: Int64? = nil,
-                        caller: Caller, now: Double = Double(time(nil))) throws(FileManagerError) -> Published {
+                        caller: Caller, top: FilePath? = nil, now: Double = Double(time(nil))) throws(FileManagerError) -> Published {
         var components = source.split(separator: "/", omittingEmptySubsequences: true).map(String.init)
         if components.first == "." { components.removeFirst() }
         guard components.count >= 2, components[0] == "containers",
               !components.contains(where: { $0 == "." || $0 == ".." }) else {
-            throw .invalidArgument("\(source): not a container or an item inside one (containers/ID[/…])")
+            throw .invalidArgument("\(Self.shown(source, top)): not a container or an item inside one (containers/ID[/…])")
         }
-        guard let id = BundleIdentifier(components[1]) else { throw .noSuchItem(source) }
-        try ContainerRegistry(store: store).authorize(caller, id, to: "publish snapshots of it")
+        guard let id = BundleIdentifier(components[1]) else { throw .noSuchItem(Self.shown(source, top)) }
+        let registry = ContainerRegistry(store: store)
+        guard registry.record(id) != nil else { throw .noSuchItem(Self.shown("containers/\(id)", top)) }
+        try registry.authorize(caller, id, to: "publish snapshots of it")
         if let wanted { try Self.validate(name: wanted) }
         let relative = components.joined(separator: "/")
-        let display = relative
+        let display = Self.shown(relative, top)
 
         // The source, opened step by step without following links.
         var dir: CInt
@@ -92,14 +94,13 @@ public struct Snapshots {
         }
         let last = Array(components[components.count - 1].utf8)
         var warnings: [String] = []
-        let parentPath = components.dropLast().joined(separator: "/")
         let wrapper: FileWrapper
         do {
             wrapper = try FileWrapper(directory: dir, name: last, options: FileWrapper.ReadingOptions(
                 include: { path, st, fd in
                     Self.included(Self.containerRelative(components, path), st, fd)
                 },
-                warning: { message in warnings.append(parentPath + "/" + message) }))
+                warning: { message in warnings.append(message) }), display: display)
         } catch {
             if case .invalidArgument(let m) = error, m.hasSuffix("left out of the reading") {
                 throw .invalidArgument("\(display): excluded from snapshots (the bundle, tmp/, Library/Caches/ or \(Self.excludeAttribute))")
@@ -113,7 +114,7 @@ public struct Snapshots {
         let base = name
         var attempt = 1
         while (try? Syscall.fstatat(store.snapshotsFD, name)) != nil || exists(name) {
-            if wanted != nil { throw .itemExists("snapshots/\(name)") }
+            if wanted != nil { throw .itemExists(Self.shown("snapshots/\(name)", top)) }
             attempt += 1
             name = "\(base).\(attempt)"
         }
@@ -138,6 +139,12 @@ public struct Snapshots {
         setState(name, "published")
         store.syncDirectory(store.snapshotsFD)
         return Published(record: record, warnings: warnings, cloned: cloned)
+    }
+
+    /// `relative` as the user sees it: under the mount point or the store.
+    static func shown(_ relative: String, _ top: FilePath?) -> String {
+        guard let top else { return relative }
+        return top.string + "/" + relative
     }
 
     /// The path below the container root of an item a reading reports (`path` relative to

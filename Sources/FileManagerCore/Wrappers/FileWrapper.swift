@@ -153,8 +153,10 @@ public final class FileWrapper: @unchecked Sendable {
     /// Reads the item `name` of the directory `dir` (any descriptor of it, `O_PATH` too),
     /// never following a link. Throws when the item itself is missing, unreadable or of a
     /// kind a wrapper cannot hold; inside a directory such items are skipped with a warning.
-    public convenience init(directory dir: CInt, name: [UInt8], options: ReadingOptions = ReadingOptions()) throws(FileManagerError) {
-        let display = Bytes.display(name)
+    /// `display` names the item in errors and warnings (default: its name).
+    public convenience init(directory dir: CInt, name: [UInt8], options: ReadingOptions = ReadingOptions(),
+                            display shown: String? = nil) throws(FileManagerError) {
+        let display = shown ?? Bytes.display(name)
         let parent: CInt
         do { parent = try Syscall.openat(dir, ".", O_PATH | O_DIRECTORY | O_CLOEXEC) } catch {
             throw FileManagerError(error, path: display)
