@@ -6,6 +6,7 @@
 # mounted, on the store without a mount.
 . "$(dirname "$0")/../lib/common.sh"
 _require_root
+_users
 S=$TEST_STORE M=$TEST_MNT
 fs_mount
 C=$M/containers/com.example.snap
@@ -130,6 +131,20 @@ _assert_exit 1 containerfs snapshot publish "$C" --name snap1
 _assert_eq "containerfs: $M/snapshots/snap1: an item with that name already exists" "$_OUT" "a taken name"
 _assert_exit 1 containerfs snapshot publish /nonexistent/x
 _assert_eq "containerfs: /nonexistent/x: not under a ContainerFS mount, nor in a store's containers/" "$_OUT" "outside any mount"
+
+# MARK: another user: their own container only; root's snapshots stay root's
+_assert_ok _as_user "$U1" containerfs container create org.example.user --store "$S"
+UC=$M/containers/org.example.user
+_assert_output OK _as_user "$U1" fsop openw "$UC/Documents/mine" 'O_WRONLY|O_CREAT' mine 600
+_assert_output "$M/snapshots/user1" _as_user "$U1" containerfs snapshot publish "$UC" --name user1
+_assert_output "$U1_UID 600 mine" sh -c "stat -c '%u %a' '$M/snapshots/user1/Documents/mine' | tr '\n' ' '; cat '$M/snapshots/user1/Documents/mine'"
+_assert_exit 1 _as_user "$U1" containerfs snapshot publish "$C"
+_assert_eq "containerfs: containers/com.example.snap: only its owner (uid 0) or root may publish snapshots of it: permission denied" "$_OUT" "another's container"
+_assert_exit 1 _as_user "$U1" containerfs snapshot remove snap1 --store "$S"
+_assert_eq "containerfs: snapshots/snap1 (only its publisher or root may remove it): permission denied" "$_OUT" "another's snapshot"
+_assert_errno EROFS _as_user "$U1" fsop unlink "$M/snapshots/user1/Documents/mine"
+_assert_ok _as_user "$U1" containerfs snapshot remove user1 --store "$S"
+_assert_output "snap1" ls "$M/snapshots"
 
 # MARK: expiry: a snapshot whose time passed while unmounted is gone at the next mount
 _assert_output "$M/snapshots/short" containerfs snapshot publish "$D/a.txt" --name short --expires 1
