@@ -12,7 +12,7 @@ struct SnapshotCommand: ParsableCommand {
         commandName: "snapshot",
         abstract: "Publish, list and remove read-only snapshots of containers.",
         discussion: "Snapshots leave out the bundle, tmp/, Library/Caches/ and items marked with `containerfs exclude`. Everything under snapshots/ is read-only, for root too.",
-        subcommands: [Publish.self, List.self, Remove.self]
+        subcommands: [Publish.self, List.self, Remove.self, Export.self]
     )
 
     /// Where a snapshot command acts, and where its snapshots are seen.
@@ -147,6 +147,55 @@ struct SnapshotCommand: ParsableCommand {
                     case .direct(let opened, _): try Snapshots(store: opened).remove(name, caller: .current)
                     }
                 }
+            }
+        }
+    }
+}
+
+extension SnapshotCommand {
+    struct Export: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Write a snapshot as a POSIX pax archive (GNU tar and bsdtar read it).",
+            discussion: "Members start with NAME/; the same snapshot gives the same bytes. Read with your own permissions, through the mount when it is live.")
+        @OptionGroup var store: StoreOption
+        @Argument(help: "The snapshot's name, as `snapshot list` shows it.") var name: String
+        @Option(name: .shortAndLong, help: "The archive to write, or - for standard output.") var output: String
+
+        func validate() throws {
+            do { try Snapshots.validate(name: name) } catch { throw ValidationError(error.path) }
+        }
+
+        func run() throws {
+            try failing {
+                store.sayWhichStoreIfAmbiguous()
+                let top: FilePath
+                var lock: StoreLock?
+                switch try Target.of(store.path, exclusive: false) {
+                case .daemon(_, let mounted): top = mounted
+                case .direct(let opened, let held): (top, lock) = (opened.path, held)
+                }
+                let snapshots = top.appending("snapshots")
+                let dir = open(snapshots.string, O_PATH | O_DIRECTORY | O_CLOEXEC)
+                guard dir >= 0 else { throw CommandFailure("\(snapshots): \(String(cString: strerror(errno)))") }
+                defer { close(dir) }
+                let shown = snapshots.appending(name).string
+                guard (try? Syscall.fstatat(dir, name)).map({ $0.st_mode & S_IFMT == S_IFDIR }) == true else {
+                    throw CommandFailure("\(shown): no such snapshot (`containerfs snapshot list` shows the names)")
+                }
+                let toStandardOutput = output == "-"
+                let fd = toStandardOutput ? 1 : open(Paths.absolute(output).string, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
+                guard fd >= 0 else { throw CommandFailure("\(Paths.absolute(output)): \(String(cString: strerror(errno)))") }
+                do {
+                    try SnapshotArchive.export(dir, name, to: fd, display: shown)
+                } catch {
+                    if !toStandardOutput {
+                        close(fd)
+                        unlink(Paths.absolute(output).string)
+                    }
+                    throw error
+                }
+                if !toStandardOutput { close(fd) }
+                withExtendedLifetime(lock) {}
             }
         }
     }
