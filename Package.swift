@@ -6,7 +6,7 @@
 //
 //   containerfs (CLI) ──► FUSEBridge ──► CFuse (libfuse3, C), CFuseTap (channel I/O, C)
 //          │                  │
-//          └──────────────────┴──► FileManagerCore ──► CSQLite (libsqlite3, C)
+//          └──────────────────┴──► FileManagerCore ──► CSQLite (libsqlite3, C), CArchive (libarchive, C)
 //
 // FileManagerCore never imports CFuse: everything it knows is POSIX and Apple's
 // file-manager vocabulary. FUSEBridge is the only importer of CFuse and only translates.
@@ -32,6 +32,11 @@ let package = Package(
             providers: [.apt(["libfuse3-dev"])]
         ),
         .systemLibrary(
+            name: "CArchive",
+            pkgConfig: "libarchive",
+            providers: [.apt(["libarchive-dev"])]
+        ),
+        .systemLibrary(
             name: "CSQLite",
             pkgConfig: "sqlite3",
             providers: [.apt(["libsqlite3-dev"])]
@@ -49,6 +54,7 @@ let package = Package(
             name: "FileManagerCore",
             dependencies: [
                 "CSQLite",
+                "CArchive",
                 "CLinux",
                 .product(name: "SystemPackage", package: "swift-system"),
                 .product(name: "Logging", package: "swift-log"),

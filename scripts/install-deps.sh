@@ -2,7 +2,7 @@
 # Installs what building, mounting and testing ContainerFS need on Debian (bookworm).
 # The Swift toolchain itself is expected on PATH. Idempotent; quiet when all is there.
 set -euo pipefail
-packages=(libfuse3-dev fuse3 libsqlite3-dev sqlite3 pkg-config python3 attr acl util-linux
+packages=(libfuse3-dev fuse3 libsqlite3-dev sqlite3 libarchive-dev pkg-config python3 attr acl util-linux
           trash-cli fio jq linux-perf psmisc procps xfsprogs bsdextrautils strace bubblewrap)
 missing=()
 for p in "${packages[@]}"; do

@@ -228,3 +228,11 @@ int clinux_epoll_wait(int epfd, uint64_t *keys, uint32_t *events, int max, int t
 }
 
 int clinux_accept_nonblocking(int fd) { return accept4(fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK); }
+
+int clinux_ficlone(int dst, int src) {
+#ifdef FICLONE
+    return ioctl(dst, FICLONE, src);
+#else
+    return ioctl(dst, _IOW(0x94, 9, int), src);
+#endif
+}

@@ -17,6 +17,7 @@ struct ContainerFSCommand: ParsableCommand {
         version: version,
         subcommands: [
             MountCommand.self, UnmountCommand.self, StatusCommand.self, ContainerCommand.self, TrashCommand.self,
+            SnapshotCommand.self,
             InboxCommand.self, PurgeCommand.self, ExcludeCommand.self, RunCommand.self,
             CoordinateCommand.self, WatchCommand.self, UnmountWhenGoneCommand.self,
         ],

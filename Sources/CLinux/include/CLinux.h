@@ -132,4 +132,7 @@ int clinux_epoll_wait(int epfd, uint64_t *keys, uint32_t *events, int max, int t
 /* accept4 with SOCK_NONBLOCK | SOCK_CLOEXEC. */
 int clinux_accept_nonblocking(int fd);
 
+/* ioctl(dst, FICLONE, src): share src's extents (XFS reflink, btrfs); -1 and errno otherwise. */
+int clinux_ficlone(int dst, int src);
+
 #endif

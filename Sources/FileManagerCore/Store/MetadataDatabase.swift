@@ -46,6 +46,7 @@ public final class MetadataDatabase: @unchecked Sendable {
             )
             """)
         try execute(TrashJournal.schema)
+        try execute(Snapshots.schema)
         try execute("PRAGMA user_version=1")
     }
 

@@ -149,8 +149,9 @@ func withCName<R, E: Error>(_ bytes: [UInt8], _ body: (UnsafePointer<CChar>) thr
 }
 
 extension Store {
-    /// Settles the trash operations a crash cut short (`TrashJournal.recover`): run by
+    /// Settles the trash and snapshot operations a crash cut short (`TrashJournal.recover`,
+    /// `Snapshots.recover`, which also removes expired snapshots): run by
     /// whoever opens the store with its lock, before anything else uses it.
     @discardableResult
-    public func settleJournal() -> Int { TrashJournal.recover(self) }
+    public func settleJournal() -> Int { TrashJournal.recover(self) + Snapshots.recover(self) }
 }

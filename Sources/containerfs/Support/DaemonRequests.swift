@@ -103,6 +103,25 @@ struct DaemonRequests: Sendable {
                 let done = try withTrash(caller) { can throws(FileManagerError) in try can.empty(names, olderThan: olderThan) }
                 return ControlResponse(id: request.id, ok: true, result: ["items": "\(done.removed.count)", "bytes": "\(done.bytes)"],
                                        warnings: done.failures.isEmpty ? nil : done.failures.map(\.description))
+            case "snapshot.publish":
+                let source = try path(request.args["path"])
+                var expires: Int64?
+                if let raw = request.args["expires"] {
+                    guard let seconds = Int64(raw), seconds >= 0 else { throw FileManagerError.invalidArgument("expires: \(raw): seconds, 0 or more") }
+                    expires = seconds
+                }
+                let done = try Snapshots(store: volume.store, hooks: changeHooks(caller))
+                    .publish(source.string, name: request.args["name"], expiresAfter: expires, caller: caller, top: mountPoint)
+                let published = mountPoint.appending("snapshots").appending(done.record.name)
+                return ControlResponse(id: request.id, ok: true, result: ["path": published.string, "name": done.record.name],
+                                       warnings: done.warnings.isEmpty ? nil : done.warnings)
+            case "snapshot.list":
+                let records = Snapshots(store: volume.store, hooks: changeHooks(caller)).list()
+                return ControlResponse(id: request.id, ok: true, items: records.map { SnapshotListing.dictionary($0, under: mountPoint) })
+            case "snapshot.remove":
+                guard let name = request.args["name"] else { throw FileManagerError.invalidArgument("name: missing") }
+                try Snapshots(store: volume.store, hooks: changeHooks(caller)).remove(name, caller: caller)
+                return ControlResponse(id: request.id, ok: true)
             case "inbox.deliver":
                 let id = try Self.identifier(request.args["id"])
                 guard let file = request.args["file"], file.hasPrefix("/") else {

@@ -15,7 +15,7 @@ _assert_exit 0 containerfs help mount
 _assert_exit 0 containerfs help container create
 # help of a word that names no subcommand is a usage error (it printed the nearest help, exit 0)
 _assert_exit 2 containerfs help nosuch
-[[ $_OUT == *"'nosuch' is not a subcommand of containerfs (mount, unmount, status, container, trash, inbox, purge, exclude, run, coordinate, watch)"* ]] || _fail "help nosuch: $_OUT"
+[[ $_OUT == *"'nosuch' is not a subcommand of containerfs (mount, unmount, status, container, trash, snapshot, inbox, purge, exclude, run, coordinate, watch)"* ]] || _fail "help nosuch: $_OUT"
 _assert_exit 2 containerfs help container nosuch
 [[ $_OUT == *"'nosuch' is not a subcommand of container (create, list, remove, path)"* ]] || _fail "help container nosuch: $_OUT"
 _assert_exit 0 containerfs mount --help
@@ -82,7 +82,7 @@ usage env -C "$TEST_TMP" containerfs strayword
 _assert_exit 2 containerfs container create bad_id --store "$TEST_STORE"
 _assert_eq "containerfs: bad_id: not a valid bundle identifier (reverse-DNS: letters, digits, '-', at least two labels): invalid argument" "$_OUT" "invalid id"
 _assert_exit 2 env -C "$TEST_TMP" containerfs strayword
-[[ $_OUT == *"'strayword' is not a subcommand (mount, unmount, status, container, trash, inbox, purge, exclude, run, coordinate, watch, help), nor an existing mount point directory"* ]] ||
+[[ $_OUT == *"'strayword' is not a subcommand (mount, unmount, status, container, trash, snapshot, inbox, purge, exclude, run, coordinate, watch, help), nor an existing mount point directory"* ]] ||
     _fail "a stray word: $_OUT"
 
 # MARK: a mistyped subcommand is not taken for a new store
@@ -91,7 +91,7 @@ _assert_exit 2 env -C "$TEST_TMP" containerfs strayword
 # the command that would make such a store, and nothing is made or mounted.
 cd "$TEST_TMP"
 _assert_exit 2 containerfs stauts "$TEST_MNT"
-[[ $_OUT == *"'stauts' is not a subcommand (mount, unmount, status, container, trash, inbox, purge, exclude, run, coordinate, watch, help), nor an existing store directory; to make a new store named stauts here: containerfs mount stauts $TEST_MNT"* ]] ||
+[[ $_OUT == *"'stauts' is not a subcommand (mount, unmount, status, container, trash, snapshot, inbox, purge, exclude, run, coordinate, watch, help), nor an existing store directory; to make a new store named stauts here: containerfs mount stauts $TEST_MNT"* ]] ||
     _fail "unclear refusal: $_OUT"
 [[ ! -e $TEST_TMP/stauts ]] || _fail "a store named stauts was made"
 _assert_eq "" "$(_mount_fstype "$TEST_MNT")" "nothing mounted after the refusal"

@@ -1,0 +1,212 @@
+import ArgumentParser
+import FileManagerCore
+import Foundation
+import Glibc
+import SystemPackage
+
+/// `containerfs snapshot publish|list|remove`: frozen, read-only copies of a container or of
+/// an item inside one under `MNT/snapshots/NAME` (docs/SEMANTICS.md §4, docs/DESIGN.md 52).
+/// Through the daemon while the store is mounted, on the store (under its lock) otherwise.
+struct SnapshotCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "snapshot",
+        abstract: "Publish, list and remove read-only snapshots of containers.",
+        discussion: "Snapshots leave out the bundle, tmp/, Library/Caches/ and items marked with `containerfs exclude`. Everything under snapshots/ is read-only, for root too.",
+        subcommands: [Publish.self, List.self, Remove.self, Export.self]
+    )
+
+    /// Where a snapshot command acts, and where its snapshots are seen.
+    enum Target {
+        case daemon(ControlClient, top: FilePath)
+        case direct(Store, StoreLock?)
+
+        static func of(_ store: FilePath, exclusive: Bool = true) throws -> Target {
+            switch try StoreOption.access(store, exclusive: exclusive) {
+            case .daemon(let client):
+                let status = try client.call("status").checked()
+                return .daemon(client, top: FilePath(status.result?["mountPoint"] ?? "/"))
+            case .direct(let opened, let lock):
+                return .direct(opened, lock)
+            }
+        }
+
+        /// Where `raw` is: a path under a live mount, or in a store's `containers/`.
+        static func of(path raw: String) throws -> (Target, relative: FilePath) {
+            if let mounted = try? MountPath(raw) {
+                return (.daemon(try mounted.connect(), top: mounted.mountPoint), mounted.relative)
+            }
+            let absolute = Paths.absolute(raw)
+            var dir = absolute
+            while !dir.isEmpty, dir != FilePath("/") {
+                dir.removeLastComponent()
+                if case .store = Store.find(at: dir) {
+                    var relative = absolute
+                    _ = relative.removePrefix(dir)
+                    return (try of(dir), relative)
+                }
+            }
+            throw CommandFailure("\(absolute): not under a ContainerFS mount, nor in a store's containers/")
+        }
+
+        func list() throws -> [[String: String]] {
+            switch self {
+            case .daemon(let client, _): return try client.call("snapshot.list").checked().items ?? []
+            case .direct(let store, _):
+                return Snapshots(store: store).list().map { SnapshotListing.dictionary($0, under: store.path) }
+            }
+        }
+    }
+
+    struct Publish: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Freeze a container (or a directory or file inside one); print the snapshot's path.",
+            discussion: "The default name is ID-YYYY-MM-DDTHH-MM-SS (UTC), with .2, .3, … when taken.")
+        @Argument(help: "A container, or an item inside one, under a ContainerFS mount (or in a store's containers/).") var path: String
+        @Option(help: "The snapshot's name (one path component, not starting with '.').") var name: String?
+        @Option(help: "Remove the snapshot by itself after this long: N, Ns, Nm, Nh or Nd.") var expires: String?
+
+        func validate() throws {
+            if let expires, TrashCommand.Empty.seconds(expires) == nil {
+                throw ValidationError("--expires \(expires): a duration such as 3600, 90m, 12h or 30d")
+            }
+            if let name {
+                do { try Snapshots.validate(name: name) } catch { throw ValidationError("--name \(error.path)") }
+            }
+        }
+
+        func run() throws {
+            try failing {
+                let (target, relative) = try Target.of(path: path)
+                let seconds = expires.flatMap(TrashCommand.Empty.seconds)
+                switch target {
+                case .daemon(let client, _):
+                    var args = ["path": relative.string]
+                    if let name { args["name"] = name }
+                    if let seconds { args["expires"] = "\(seconds)" }
+                    let r = try client.call("snapshot.publish", args).checked()
+                    r.warnings?.forEach(ContainerCommand.Create.warn)
+                    FileHandleOutput.standardOutput("\(r.result?["path"] ?? "")\n")
+                case .direct(let store, let lock):
+                    let done = try Snapshots(store: store).publish(relative.string, name: name, expiresAfter: seconds,
+                                                                     caller: .current, top: store.path)
+                    withExtendedLifetime(lock) {}
+                    done.warnings.forEach(ContainerCommand.Create.warn)
+                    FileHandleOutput.standardOutput("\(store.path.appending("snapshots").appending(done.record.name))\n")
+                }
+            }
+        }
+    }
+
+    struct List: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "List published snapshots.",
+            discussion: "Text: one a line, tab-separated NAME, SOURCE, CREATED, EXPIRES (or -), FILES, BYTES. Expired snapshots are removed first.")
+        @OptionGroup var store: StoreOption
+        @Flag(help: "One JSON array.") var json = false
+
+        func run() throws {
+            try failing {
+                store.sayWhichStoreIfAmbiguous()
+                let items = try Target.of(store.path).list()
+                if json {
+                    let rows = items.map { row -> [String: Any] in
+                        var d: [String: Any] = row
+                        d["files"] = Int64(row["files"] ?? "0") ?? 0
+                        d["bytes"] = Int64(row["bytes"] ?? "0") ?? 0
+                        d["expires"] = row["expires"] ?? NSNull()
+                        return d
+                    }
+                    let data = try JSONSerialization.data(withJSONObject: rows, options: [.sortedKeys])
+                    FileHandleOutput.standardOutput(String(decoding: data, as: UTF8.self) + "\n")
+                    return
+                }
+                for row in items {
+                    let fields = [row["name"], row["source"], row["created"], row["expires"] ?? "-", row["files"], row["bytes"]]
+                    FileHandleOutput.standardOutput(fields.map { $0 ?? "" }.joined(separator: "\t") + "\n")
+                }
+            }
+        }
+    }
+
+    struct Remove: ParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Remove published snapshots (their publisher or root).")
+        @OptionGroup var store: StoreOption
+        @Argument(help: "Snapshot names, as `snapshot list` shows them.") var names: [String]
+
+        func validate() throws {
+            guard !names.isEmpty else { throw ValidationError("missing the names of the snapshots to remove") }
+        }
+
+        func run() throws {
+            try failing {
+                store.sayWhichStoreIfAmbiguous()
+                let target = try Target.of(store.path)
+                for name in names {
+                    switch target {
+                    case .daemon(let client, _): _ = try client.call("snapshot.remove", ["name": name]).checked()
+                    case .direct(let opened, _): try Snapshots(store: opened).remove(name, caller: .current)
+                    }
+                }
+            }
+        }
+    }
+}
+
+extension SnapshotCommand {
+    struct Export: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Write a snapshot as a POSIX pax archive (GNU tar and bsdtar read it).",
+            discussion: "Members start with NAME/; the same snapshot gives the same bytes. Read with your own permissions, through the mount when it is live.")
+        @OptionGroup var store: StoreOption
+        @Argument(help: "The snapshot's name, as `snapshot list` shows it.") var name: String
+        @Option(name: .shortAndLong, help: "The archive to write, or - for standard output.") var output: String
+
+        func validate() throws {
+            do { try Snapshots.validate(name: name) } catch { throw ValidationError(error.path) }
+        }
+
+        func run() throws {
+            try failing {
+                store.sayWhichStoreIfAmbiguous()
+                let top: FilePath
+                var lock: StoreLock?
+                switch try Target.of(store.path, exclusive: false) {
+                case .daemon(_, let mounted): top = mounted
+                case .direct(let opened, let held): (top, lock) = (opened.path, held)
+                }
+                let snapshots = top.appending("snapshots")
+                let dir = open(snapshots.string, O_PATH | O_DIRECTORY | O_CLOEXEC)
+                guard dir >= 0 else { throw CommandFailure("\(snapshots): \(String(cString: strerror(errno)))") }
+                defer { close(dir) }
+                let shown = snapshots.appending(name).string
+                guard (try? Syscall.fstatat(dir, name)).map({ $0.st_mode & S_IFMT == S_IFDIR }) == true else {
+                    throw CommandFailure("\(shown): no such snapshot (`containerfs snapshot list` shows the names)")
+                }
+                let toStandardOutput = output == "-"
+                let fd = toStandardOutput ? 1 : open(Paths.absolute(output).string, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
+                guard fd >= 0 else { throw CommandFailure("\(Paths.absolute(output)): \(String(cString: strerror(errno)))") }
+                do {
+                    try SnapshotArchive.export(dir, name, to: fd, display: shown)
+                } catch {
+                    if !toStandardOutput {
+                        close(fd)
+                        unlink(Paths.absolute(output).string)
+                    }
+                    throw error
+                }
+                if !toStandardOutput { close(fd) }
+                withExtendedLifetime(lock) {}
+            }
+        }
+    }
+}
+
+/// A snapshot as `snapshot.list` answers it.
+enum SnapshotListing {
+    static func dictionary(_ r: SnapshotRecord, under top: FilePath) -> [String: String] {
+        var d = ["name": r.name, "source": r.source, "created": ContainerListing.iso8601(r.created),
+                 "files": "\(r.files)", "bytes": "\(r.bytes)", "path": top.appending("snapshots").appending(r.name).string]
+        if let expires = r.expires { d["expires"] = ContainerListing.iso8601(expires) }
+        return d
+    }
+}
