@@ -16,44 +16,12 @@ struct SnapshotCommand: ParsableCommand {
     )
 
     /// Where a snapshot command acts, and where its snapshots are seen.
-    enum Target {
-        case daemon(ControlClient, top: FilePath)
-        case direct(Store, StoreLock?)
-
-        static func of(_ store: FilePath, exclusive: Bool = true) throws -> Target {
-            switch try StoreOption.access(store, exclusive: exclusive) {
-            case .daemon(let client):
-                let status = try client.call("status").checked()
-                return .daemon(client, top: FilePath(status.result?["mountPoint"] ?? "/"))
-            case .direct(let opened, let lock):
-                return .direct(opened, lock)
-            }
-        }
-
-        /// Where `raw` is: a path under a live mount, or in a store's `containers/`.
-        static func of(path raw: String) throws -> (Target, relative: FilePath) {
-            if let mounted = try? MountPath(raw) {
-                return (.daemon(try mounted.connect(), top: mounted.mountPoint), mounted.relative)
-            }
-            let absolute = Paths.absolute(raw)
-            var dir = absolute
-            while !dir.isEmpty, dir != FilePath("/") {
-                dir.removeLastComponent()
-                if case .store = Store.find(at: dir) {
-                    var relative = absolute
-                    _ = relative.removePrefix(dir)
-                    return (try of(dir), relative)
-                }
-            }
-            throw CommandFailure("\(absolute): not under a ContainerFS mount, nor in a store's containers/")
-        }
-
-        func list() throws -> [[String: String]] {
-            switch self {
-            case .daemon(let client, _): return try client.call("snapshot.list").checked().items ?? []
-            case .direct(let store, _):
-                return Snapshots(store: store).list().map { SnapshotListing.dictionary($0, under: store.path) }
-            }
+    /// The snapshots of `target`, as `snapshot.list` answers.
+    static func list(_ target: StoreTarget) throws -> [[String: String]] {
+        switch target {
+        case .daemon(let client, _): return try client.call("snapshot.list").checked().items ?? []
+        case .direct(let store, _):
+            return Snapshots(store: store).list().map { SnapshotListing.dictionary($0, under: store.path) }
         }
     }
 
@@ -76,7 +44,7 @@ struct SnapshotCommand: ParsableCommand {
 
         func run() throws {
             try failing {
-                let (target, relative) = try Target.of(path: path)
+                let (target, relative) = try StoreTarget.of(path: path)
                 let seconds = expires.flatMap(TrashCommand.Empty.seconds)
                 switch target {
                 case .daemon(let client, _):
@@ -107,7 +75,7 @@ struct SnapshotCommand: ParsableCommand {
         func run() throws {
             try failing {
                 store.sayWhichStoreIfAmbiguous()
-                let items = try Target.of(store.path).list()
+                let items = try SnapshotCommand.list(StoreTarget.of(store.path))
                 if json {
                     let rows = items.map { row -> [String: Any] in
                         var d: [String: Any] = row
@@ -140,7 +108,7 @@ struct SnapshotCommand: ParsableCommand {
         func run() throws {
             try failing {
                 store.sayWhichStoreIfAmbiguous()
-                let target = try Target.of(store.path)
+                let target = try StoreTarget.of(store.path)
                 for name in names {
                     switch target {
                     case .daemon(let client, _): _ = try client.call("snapshot.remove", ["name": name]).checked()
@@ -170,7 +138,7 @@ extension SnapshotCommand {
                 store.sayWhichStoreIfAmbiguous()
                 let top: FilePath
                 var lock: StoreLock?
-                switch try Target.of(store.path, exclusive: false) {
+                switch try StoreTarget.of(store.path, exclusive: false) {
                 case .daemon(_, let mounted): top = mounted
                 case .direct(let opened, let held): (top, lock) = (opened.path, held)
                 }

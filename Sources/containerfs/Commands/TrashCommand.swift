@@ -18,72 +18,8 @@ struct TrashCommand: ParsableCommand {
         defaultSubcommand: Put.self
     )
 
-    /// Where a trash command acts, and how paths there are named.
-    enum Target {
-        case daemon(ControlClient, top: FilePath)
-        case direct(TrashCan, top: FilePath, Store, StoreLock?)
-
-        /// The store's trash, through its daemon when it is mounted.
-        static func of(_ store: FilePath, exclusive: Bool = true) throws -> Target {
-            switch try StoreOption.access(store, exclusive: exclusive) {
-            case .daemon(let client):
-                let status = try client.call("status").checked()
-                return .daemon(client, top: FilePath(status.result?["mountPoint"] ?? "/"))
-            case .direct(let opened, let lock):
-                return .direct(TrashCan(items: TrashPlace(store: opened), store: opened, uid: getuid()), top: opened.path, opened, lock)
-            }
-        }
-
-        /// Where `raw` is: a path under a live mount, or in a store's `containers/`.
-        static func of(path raw: String) throws -> (Target, relative: FilePath) {
-            if let mounted = try? MountPath(raw) {
-                let client = try mounted.connect()
-                return (.daemon(client, top: mounted.mountPoint), mounted.relative)
-            }
-            let absolute = Paths.absolute(raw)
-            var dir = absolute
-            while !dir.isEmpty, dir != FilePath("/") {
-                dir.removeLastComponent()
-                if case .store = Store.find(at: dir) {
-                    var relative = absolute
-                    _ = relative.removePrefix(dir)
-                    return (try of(dir), relative)
-                }
-            }
-            throw CommandFailure("\(absolute): not under a ContainerFS mount, nor in a store's containers/")
-        }
-
-        /// Every item of the caller's trash.
-        func list() throws -> [[String: String]] {
-            switch self {
-            case .daemon(let client, _): return try client.call("trash.list").checked().items ?? []
-            case .direct(let can, let top, _, _): return try can.list().map { TrashListing.dictionary($0, under: top) }
-            }
-        }
-
-        /// The encoded name of the item a user named (as `list` shows it, or encoded).
-        func encodedName(_ shown: String) throws -> String {
-            let items = try list()
-            if let item = items.first(where: { $0["name"] == shown }) ?? items.first(where: { $0["encoded"] == shown }) {
-                return item["encoded"] ?? shown
-            }
-            throw CommandFailure("\(shown): no such item in the trash (`containerfs trash list` shows the names)")
-        }
-
-        /// `relative` (under the mount root), as this target's operations take it.
-        func relative(_ raw: String) throws -> FilePath {
-            switch self {
-            case .daemon(_, let top):
-                let mounted = try MountPath(raw)
-                guard mounted.mountPoint == top else { throw CommandFailure("\(raw): not under \(top)") }
-                return mounted.relative
-            case .direct(_, let top, _, _):
-                var p = Paths.absolute(raw)
-                guard p.removePrefix(top) else { throw CommandFailure("\(raw): not in the store \(top)") }
-                return p
-            }
-        }
-    }
+    /// How a trash command acts on a `StoreTarget`: the caller's trash there.
+    typealias Target = StoreTarget
 
     struct Put: ParsableCommand {
         static let configuration = CommandConfiguration(
@@ -106,8 +42,8 @@ struct TrashCommand: ParsableCommand {
                         case .daemon(let client, _):
                             let r = try client.call("trash.put", ["path": relative.string]).checked()
                             FileHandleOutput.standardOutput("\(r.result?["path"] ?? "")\n")
-                        case .direct(let can, _, _, let lock):
-                            let item = try can.trash(Array(relative.string.utf8))
+                        case .direct(let store, let lock):
+                            let item = try Target.trashCan(store).trash(Array(relative.string.utf8))
                             withExtendedLifetime(lock) {}
                             FileHandleOutput.standardOutput("\(item.path)\n")
                         }
@@ -130,7 +66,7 @@ struct TrashCommand: ParsableCommand {
         func run() throws {
             try failing {
                 store.sayWhichStoreIfAmbiguous()
-                let items = try Target.of(store.path, exclusive: false).list()
+                let items = try Target.of(store.path, exclusive: false).trashList()
                 if json {
                     let rows = items.map { row -> [String: Any] in
                         var d: [String: Any] = row
@@ -176,7 +112,8 @@ struct TrashCommand: ParsableCommand {
                         if let destination { args["to"] = destination.string }
                         let r = try client.call("trash.restore", args).checked()
                         FileHandleOutput.standardOutput("\(r.result?["path"] ?? "")\n")
-                    case .direct(let can, _, _, _):
+                    case .direct(let store, _):
+                        let can = Target.trashCan(store)
                         let name = TrashInfo.percentDecoded(Array(encoded.utf8)[...]) ?? Array(shown.utf8)
                         let path = try can.restore(name, to: destination.map { Array($0.string.utf8) })
                         FileHandleOutput.standardOutput("\(path)\n")
@@ -224,7 +161,8 @@ struct TrashCommand: ParsableCommand {
                     removed = Int(r.result?["items"] ?? "") ?? 0
                     bytes = Int64(r.result?["bytes"] ?? "") ?? 0
                     problems = r.warnings ?? []
-                case .direct(let can, _, _, _):
+                case .direct(let store, _):
+                    let can = Target.trashCan(store)
                     let names = encoded.isEmpty ? nil : encoded.map { TrashInfo.percentDecoded(Array($0.utf8)[...]) ?? Array($0.utf8) }
                     let done = try can.empty(names, olderThan: age)
                     (removed, bytes, problems) = (done.removed.count, done.bytes, done.failures.map(\.description))
@@ -233,6 +171,45 @@ struct TrashCommand: ParsableCommand {
                 for problem in problems { FileHandleOutput.standardError("containerfs: \(problem)\n") }
                 if !problems.isEmpty { throw ExitCode(1) }
             }
+        }
+    }
+}
+
+extension StoreTarget {
+    /// The caller's trash in the store (no live mount).
+    static func trashCan(_ store: Store) -> TrashCan {
+        TrashCan(items: TrashPlace(store: store), store: store, uid: getuid())
+    }
+
+    /// Every item of the caller's trash.
+    func trashList() throws -> [[String: String]] {
+        switch self {
+        case .daemon(let client, _): return try client.call("trash.list").checked().items ?? []
+        case .direct(let store, _): return try Self.trashCan(store).list().map { TrashListing.dictionary($0, under: store.path) }
+        }
+    }
+
+    /// The encoded name of the item a user named (as `list` shows it, or encoded).
+    func encodedName(_ shown: String) throws -> String {
+        let items = try trashList()
+        if let item = items.first(where: { $0["name"] == shown }) ?? items.first(where: { $0["encoded"] == shown }) {
+            return item["encoded"] ?? shown
+        }
+        throw CommandFailure("\(shown): no such item in the trash (`containerfs trash list` shows the names)")
+    }
+
+    /// `relative` (under the mount root), as this target's operations take it.
+    func relative(_ raw: String) throws -> FilePath {
+        switch self {
+        case .daemon(_, let top):
+            let mounted = try MountPath(raw)
+            guard mounted.mountPoint == top else { throw CommandFailure("\(raw): not under \(top)") }
+            return mounted.relative
+        case .direct(let store, _):
+            let top = store.path
+            var p = Paths.absolute(raw)
+            guard p.removePrefix(top) else { throw CommandFailure("\(raw): not in the store \(top)") }
+            return p
         }
     }
 }
