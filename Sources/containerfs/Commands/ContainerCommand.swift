@@ -57,13 +57,7 @@ struct ContainerCommand: ParsableCommand {
                 case .direct(let opened, _): items = ContainerRegistry(store: opened).list().map(ContainerListing.dictionary)
                 }
                 if json {
-                    let rows = items.map { row -> [String: Any] in
-                        var d: [String: Any] = row
-                        d["ownerUID"] = Int(row["ownerUID"] ?? "0") ?? 0
-                        return d
-                    }
-                    let data = try JSONSerialization.data(withJSONObject: rows, options: [.sortedKeys])
-                    FileHandleOutput.standardOutput(String(decoding: data, as: UTF8.self) + "\n")
+                    try JSONListing.print(items, numbers: ["ownerUID"])
                 } else {
                     for row in items {
                         FileHandleOutput.standardOutput("\(row["id"] ?? "")\t\(row["displayName"] ?? "")\tuid \(row["ownerUID"] ?? "")\t\(row["created"] ?? "")\n")

@@ -77,15 +77,7 @@ struct SnapshotCommand: ParsableCommand {
                 store.sayWhichStoreIfAmbiguous()
                 let items = try SnapshotCommand.list(StoreTarget.of(store.path))
                 if json {
-                    let rows = items.map { row -> [String: Any] in
-                        var d: [String: Any] = row
-                        d["files"] = Int64(row["files"] ?? "0") ?? 0
-                        d["bytes"] = Int64(row["bytes"] ?? "0") ?? 0
-                        d["expires"] = row["expires"] ?? NSNull()
-                        return d
-                    }
-                    let data = try JSONSerialization.data(withJSONObject: rows, options: [.sortedKeys])
-                    FileHandleOutput.standardOutput(String(decoding: data, as: UTF8.self) + "\n")
+                    try JSONListing.print(items, numbers: ["files", "bytes"], nulls: ["expires"])
                     return
                 }
                 for row in items {

@@ -68,13 +68,7 @@ struct TrashCommand: ParsableCommand {
                 store.sayWhichStoreIfAmbiguous()
                 let items = try Target.of(store.path, exclusive: false).trashList()
                 if json {
-                    let rows = items.map { row -> [String: Any] in
-                        var d: [String: Any] = row
-                        d["size"] = Int64(row["size"] ?? "0") ?? 0
-                        return d
-                    }
-                    let data = try JSONSerialization.data(withJSONObject: rows, options: [.sortedKeys])
-                    FileHandleOutput.standardOutput(String(decoding: data, as: UTF8.self) + "\n")
+                    try JSONListing.print(items, numbers: ["size"])
                     return
                 }
                 for row in items {
