@@ -101,10 +101,11 @@ public struct TrashCan {
 
     /// Moves the item at `path` (relative to the mount root: `containers/ID/…`) to the trash
     /// and returns where it went. `containers/ID` itself moves the whole container, as one
-    /// item restorable as a container.
-    public func trash(_ path: [UInt8], isStillInUse: (BundleIdentifier) -> Bool = { _ in false }) throws(FileManagerError) -> TrashedItem {
+    /// item restorable as a container: only its owner or root may, and not while a program
+    /// `run` started for it is alive, unless `force`.
+    public func trash(_ path: [UInt8], force: Bool = false) throws(FileManagerError) -> TrashedItem {
         let components = try TrashPath.components(path, display: display(path))
-        if components.count == 2 { return try trashContainer(components[1], isStillInUse: isStillInUse) }
+        if components.count == 2 { return try trashContainer(components[1], force: force) }
         let last = components[components.count - 1]
         let parent = try asCaller { () throws(FileManagerError) in
             try TrashPath.openDirectory(items.top, components.dropLast(), creating: false, display: display(path))
@@ -127,42 +128,45 @@ public struct TrashCan {
     }
 
     /// The whole container `id`, moved in the store (the mount lets no container root move).
-    private func trashContainer(_ name: [UInt8], isStillInUse: (BundleIdentifier) -> Bool) throws(FileManagerError) -> TrashedItem {
+    private func trashContainer(_ name: [UInt8], force: Bool) throws(FileManagerError) -> TrashedItem {
         var path: [UInt8] = Array("containers/".utf8)
         path.append(contentsOf: name)
         guard let id = BundleIdentifier(String(decoding: name, as: UTF8.self)) else { throw .noSuchItem(display(path)) }
+        // The daemon moves it with its own rights: who may is decided here, not by the kernel.
+        try ContainerRegistry(store: store).checkRemovable(id, by: caller ?? .current, force: force, shown: display(path))
         guard let st = try? withCName(name, { p throws(Errno) in try Syscall.fstatat(store.containersFD, p) }),
               (st.st_mode & S_IFMT) == S_IFDIR else { throw .noSuchItem(display(path)) }
-        if isStillInUse(id) {
-            throw .busy("\(display(path)) (a program started by `containerfs run` for it is still running; --force removes it anyway)")
-        }
         // Made through the mount first, as the caller, when one is live: the kernel sees it.
         _ = try openTrash(creating: true)
         let trash = try storeTrash()
-        let moved = try move(path, from: store.containersFD, name, into: trash)
+        let moved = try move(path, from: store.containersFD, name, into: trash, daemonRights: true)
         ContainerRegistry(store: store).reconcile()
         return TrashedItem(name: moved.name, path: items.trashesDisplay.appending(".Trash-\(uid)/files").appending(Bytes.display(moved.name)))
     }
 
     /// The journaled move of `name` in `parent` (the item at `path`) into `trash`: an info
     /// file reserves a free name, then one rename moves the item (the specification's order).
-    private func move(_ path: [UInt8], from parent: CInt, _ name: [UInt8], into trash: TrashDirectory) throws(FileManagerError) -> TrashedItem {
+    /// `daemonRights`: the rename is the daemon's (a container's root, whose parent only the
+    /// store's owner may change; who may was checked before), not the caller's.
+    private func move(_ path: [UInt8], from parent: CInt, _ name: [UInt8], into trash: TrashDirectory,
+                      daemonRights: Bool = false) throws(FileManagerError) -> TrashedItem {
         let id = try journal.begin(.trash, uid: uid, name: name, path: path)
         defer { journal.end(id) }
         let info = TrashInfo(path: path, deletionDate: time(nil))
         let reserved = try asCaller { () throws(FileManagerError) in try trash.reserve(for: name, info) { journal.rename(id, to: $0) } }
-        do throws(FileManagerError) {
-            try asCaller { () throws(FileManagerError) in
-                do throws(Errno) {
-                    try trash.change(parent, name, in: nil, at: FilePath(Bytes.display(path)), removing: true) { p throws(Errno) in
-                        try trash.change(trash.files, reserved, in: "files") { q throws(Errno) in
-                            try Syscall.renameat2(parent, p, trash.files, q, RENAME_NOREPLACE)
-                        }
+        let rename = { () throws(FileManagerError) in
+            do throws(Errno) {
+                try trash.change(parent, name, in: nil, at: FilePath(Bytes.display(path)), removing: true) { p throws(Errno) in
+                    try trash.change(trash.files, reserved, in: "files") { q throws(Errno) in
+                        try Syscall.renameat2(parent, p, trash.files, q, RENAME_NOREPLACE)
                     }
-                } catch {
-                    throw TrashPath.refusal(error, display(path), what: "moved to the trash")
                 }
+            } catch {
+                throw TrashPath.refusal(error, display(path), what: "moved to the trash")
             }
+        }
+        do throws(FileManagerError) {
+            if daemonRights { try rename() } else { try asCaller(rename) }
         } catch {
             trash.removeInfo(reserved)
             throw error
@@ -478,16 +482,25 @@ extension ContainerRegistry {
     /// for it is alive, unless `force`. Only its owner or root may remove it.
     public func remove(_ id: BundleIdentifier, permanently: Bool, force: Bool, caller: Caller,
                        trash: TrashCan) throws(FileManagerError) -> FilePath? {
-        guard let owner = owner(of: id) else { throw .noSuchItem("containers/\(id)") }
-        guard caller.isRoot || caller.uid == owner else { throw .permissionDenied("containers/\(id)") }
-        let inUse = { (id: BundleIdentifier) -> Bool in !force && !runningPrograms(of: id).isEmpty }
+        let shown = "containers/\(id)"
         if permanently || record(id) == nil {  // a stray entry under the id is no container to keep
-            if inUse(id) {
-                throw .busy("containers/\(id) (a program started by `containerfs run` for it is still running; --force removes it anyway)")
-            }
+            try checkRemovable(id, by: caller, force: force, shown: shown)
             try remove(id)
             return nil
         }
-        return try trash.trash(Array("containers/\(id)".utf8), isStillInUse: inUse).path
+        // Ownership first, named as the command names it; the trash checks again, and for a
+        // run still alive, naming the item as it names every item it moves.
+        try checkRemovable(id, by: caller, force: true, shown: shown)
+        return try trash.trash(Array(shown.utf8), force: force).path
+    }
+
+    /// Whether `caller` may remove the container `id` (shown as `shown` in errors): its
+    /// owner or root, and unless `force`, not while a program `run` started for it lives.
+    func checkRemovable(_ id: BundleIdentifier, by caller: Caller, force: Bool, shown: String) throws(FileManagerError) {
+        guard let owner = owner(of: id) else { throw .noSuchItem(shown) }
+        guard caller.isRoot || caller.uid == owner else { throw .permissionDenied(shown) }
+        if !force && !runningPrograms(of: id).isEmpty {
+            throw .busy("\(shown) (a program started by `containerfs run` for it is still running; --force removes it anyway)")
+        }
     }
 }

@@ -83,6 +83,12 @@ _assert_eq "containerfs: $D/r.txt: permission denied" "$_OUT" "another user's fi
 _assert_output "rootfile" cat "$D/r.txt"
 _assert_output "$UC/Documents/u.txt" _as_user "$U1" containerfs trash restore u.txt --store "$S"
 _assert_output "mine" cat "$UC/Documents/u.txt"
+# A user removes their own container (the daemon moves its root, in a directory only the
+# store's owner may change) and restores it.
+_assert_output "$M/.Trash-$U1_UID/files/org.example.user" _as_user "$U1" containerfs container remove org.example.user --store "$S"
+_assert_errno ENOENT fsop stat "$UC"
+_assert_output "$UC" _as_user "$U1" containerfs trash restore org.example.user --store "$S"
+_assert_output "mine" cat "$UC/Documents/u.txt"
 
 # MARK: container remove: the container as one item, restorable as a container
 echo kept >"$D/kept.txt"
@@ -94,6 +100,11 @@ _assert_exit 1 _as_user "$U1" containerfs container remove com.example.notes --s
 _assert_output "$C" containerfs trash restore com.example.notes --store "$S"
 _assert_output "kept" cat "$D/kept.txt"
 _assert_output $'com.example.notes\t0\norg.example.user\t'"$U1_UID" sh -c "containerfs container list --store '$S' | cut -f1,3 | sed 's/uid //'"
+# Another user may not trash it by its path either (the daemon moves a container's root with
+# its own rights, so it checks who asks).
+_assert_exit 1 _as_user "$U1" containerfs trash "$C"
+_assert_eq "containerfs: $C: permission denied" "$_OUT" "another user's container by path"
+_assert_exists "$C/Documents/kept.txt"
 # Another user may not remove it; a run in it holds it, unless --force.
 _assert_exit 1 _as_user "$U1" containerfs container remove com.example.notes --store "$S"
 _assert_eq "containerfs: containers/com.example.notes: permission denied" "$_OUT" "not the owner"
