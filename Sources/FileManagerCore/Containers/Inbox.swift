@@ -1,28 +1,6 @@
 import Glibc
 import SystemPackage
 
-/// Names for an item that must not replace another: the first free of `NAME`, then `.N`
-/// inserted before the first dot (N = 2, 3, …; appended when there is none), the scheme of
-/// GLib's trash (reference file-manager §3.7). A leading dot marks a hidden name and is not
-/// taken for an extension's (`.profile` → `.profile.2`), so the item stays hidden.
-public enum CollisionNames {
-    /// The `n`th candidate for `name` (1: the name itself).
-    public static func candidate(_ name: FilePath.Component, _ n: Int) -> FilePath.Component {
-        guard n > 1 else { return name }
-        let bytes = name.withPlatformString { p in Array(UnsafeBufferPointer(start: p, count: strlen(p))) }
-        let start = bytes.firstIndex { $0 != 0x2E } ?? bytes.endIndex
-        let dot = bytes[start...].firstIndex(of: 0x2E) ?? bytes.endIndex
-        var result = Array(bytes[..<dot])
-        result += Array(".\(n)".utf8).map { CChar(bitPattern: $0) }
-        result += bytes[dot...]
-        result.append(0)
-        return result.withUnsafeBufferPointer { FilePath.Component(platformString: $0.baseAddress!) } ?? name
-    }
-
-    /// How many candidates are tried before giving up (EEXIST).
-    public static let limit = 10_000
-}
-
 extension ContainerRegistry {
     /// Copies the host file `source` into `containers/ID/Documents/Inbox/` (SPEC §1: the only
     /// way in) and returns its name there. The data, mode and times are copied; the file

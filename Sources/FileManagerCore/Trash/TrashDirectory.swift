@@ -94,19 +94,11 @@ final class TrashDirectory {
     func infoFile(_ name: [UInt8]) -> Result<TrashInfo, FileManagerError> {
         let shown = "\(display)/info/\(Bytes.display(TrashNaming.infoName(name)))"
         do throws(Errno) {
-            let fd = try withCName(TrashNaming.infoName(name)) { p throws(Errno) in
-                try Syscall.openat(info, p, O_RDONLY | O_NOFOLLOW | O_NONBLOCK)
-            }
-            defer { Syscall.close(fd) }
-            let st = try Syscall.fstat(fd)
-            guard (st.st_mode & S_IFMT) == S_IFREG, st.st_size <= 64 * 1024 else {
+            guard let data = try Self.readRegularFile(info, TrashNaming.infoName(name), limit: 64 * 1024) else {
                 return .failure(.invalidArgument("\(shown): not a trash info file (not a regular file of at most 64 KiB)"))
             }
-            var data = [UInt8](repeating: 0, count: Int(st.st_size))
-            let n = data.withUnsafeMutableBytes { Glibc.pread(fd, $0.baseAddress, $0.count, 0) }
-            guard n >= 0 else { throw Errno(rawValue: Glibc.errno) }
             do throws(TrashInfo.Problem) {
-                return .success(try TrashInfo.parse(Array(data[..<n])))
+                return .success(try TrashInfo.parse(data))
             } catch {
                 return .failure(.invalidArgument("\(shown): \(error)"))
             }
@@ -116,6 +108,19 @@ final class TrashDirectory {
             }
             return .failure(FileManagerError(error, path: shown))
         }
+    }
+
+    /// The bytes of the regular file `name` of `dir` (never reached through a link), if it
+    /// holds at most `limit` bytes; nil for anything else.
+    static func readRegularFile(_ dir: CInt, _ name: [UInt8], limit: Int) throws(Errno) -> [UInt8]? {
+        let fd = try withCName(name) { p throws(Errno) in try Syscall.openat(dir, p, O_RDONLY | O_NOFOLLOW | O_NONBLOCK) }
+        defer { Syscall.close(fd) }
+        let st = try Syscall.fstat(fd)
+        guard (st.st_mode & S_IFMT) == S_IFREG, st.st_size <= limit else { return nil }
+        var data = [UInt8](repeating: 0, count: Int(st.st_size))
+        let n = data.withUnsafeMutableBytes { Glibc.pread(fd, $0.baseAddress, $0.count, 0) }
+        guard n >= 0 else { throw Errno(rawValue: Glibc.errno) }
+        return Array(data[..<n])
     }
 
     func removeInfo(_ name: [UInt8]) {
@@ -134,7 +139,7 @@ final class TrashDirectory {
     /// before it is made (the journal keeps it).
     func reserve(for name: [UInt8], _ record: TrashInfo, chosen: ([UInt8]) -> Void) throws(FileManagerError) -> [UInt8] {
         let data = record.encoded
-        for attempt in 0..<10_000 {
+        for attempt in 0..<CollisionNames.limit {
             let candidate = TrashNaming.candidate(name, attempt: attempt)
             if isTaken(candidate) { continue }
             chosen(candidate)
@@ -182,18 +187,7 @@ final class TrashDirectory {
     /// The specification's cache of trashed directories' sizes: `SIZE MTIME NAME` lines,
     /// NAME percent-encoded, MTIME that of the item's info file.
     func directorySizes() -> [[UInt8]: (size: Int64, mtime: Int64)] {
-        guard let fd = try? Syscall.openat(directory, "directorysizes", O_RDONLY | O_NOFOLLOW | O_NONBLOCK) else { return [:] }
-        defer { Syscall.close(fd) }
-        var data: [UInt8] = []
-        var chunk = [UInt8](repeating: 0, count: 65536)
-        var offset: off_t = 0
-        while true {
-            let n: Int = chunk.withUnsafeMutableBytes { Glibc.pread(fd, $0.baseAddress, $0.count, offset) }
-            if n <= 0 { break }
-            data.append(contentsOf: chunk[..<n])
-            offset += off_t(n)
-            if data.count > 64 << 20 { break }
-        }
+        guard let data = try? Self.readRegularFile(directory, Array("directorysizes".utf8), limit: 64 << 20) else { return [:] }
         var result: [[UInt8]: (Int64, Int64)] = [:]
         for line in data.split(separator: 10) {
             let fields = line.split(separator: 0x20, maxSplits: 2)

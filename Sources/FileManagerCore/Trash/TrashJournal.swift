@@ -123,17 +123,12 @@ extension TrashJournal {
     /// names `entry.path`, or it is a beginning (possibly empty) of such a file.
     fileprivate static func isReservation(_ entry: Entry, in trash: TrashDirectory) -> Bool {
         if let info = trash.readInfo(entry.name), info.path == entry.path { return true }
-        guard let fd = try? withCName(TrashNaming.infoName(entry.name), { p throws(Errno) in
-            try Syscall.openat(trash.info, p, O_RDONLY | O_NOFOLLOW | O_NONBLOCK)
-        }) else { return false }
-        defer { Syscall.close(fd) }
-        guard let st = try? Syscall.fstat(fd), (st.st_mode & S_IFMT) == S_IFREG else { return false }
         var head: [UInt8] = Array("[Trash Info]\nPath=".utf8)
         head.append(contentsOf: TrashInfo.percentEncoded(entry.path))
-        guard st.st_size <= head.count else { return false }
-        var data = [UInt8](repeating: 0, count: Int(st.st_size))
-        let n = data.withUnsafeMutableBytes { Glibc.pread(fd, $0.baseAddress, $0.count, 0) }
-        return n == data.count && head.starts(with: data)
+        guard let data = try? TrashDirectory.readRegularFile(trash.info, TrashNaming.infoName(entry.name), limit: head.count) else {
+            return false
+        }
+        return head.starts(with: data)
     }
 }
 

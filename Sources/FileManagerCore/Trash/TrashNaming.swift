@@ -1,25 +1,12 @@
-/// How a name is made free in a trash directory (docs/DESIGN.md 49): the name itself, then
-/// `.2`, `.3`, … inserted before its first dot (a leading dot belongs to the name), or
-/// appended when it has none: `a.tar.gz`, `a.2.tar.gz`, `a.3.tar.gz`; `notes`, `notes.2`.
-/// Deterministic, and the extension stays, as GLib names collisions. Every candidate leaves
+/// Names in a trash directory (docs/DESIGN.md 49): `CollisionNames`, each candidate leaving
 /// room for `.trashinfo` within a 255-byte name.
 public enum TrashNaming {
     static let suffix = Array(".trashinfo".utf8)
     public static let maximumLength = 255 - suffix.count
 
-    /// The `attempt`th candidate for `name` (0: the name itself).
+    /// The `attempt`th candidate for `name` (0: the name itself; `CollisionNames`).
     public static func candidate(_ name: [UInt8], attempt: Int) -> [UInt8] {
-        let dot = name.dropFirst().firstIndex(of: 0x2E) ?? name.endIndex
-        var stem = Array(name[..<dot]), rest = Array(name[dot...])
-        let number = attempt == 0 ? [] : Array(".\(attempt + 1)".utf8)
-        let over = stem.count + number.count + rest.count - maximumLength
-        if over > 0 {
-            // Too long: shorten the stem, then (for a name that is nearly all extension) the rest.
-            let fromStem = min(over, max(stem.count - 1, 0))
-            stem.removeLast(fromStem)
-            if over > fromStem { rest.removeLast(min(over - fromStem, rest.count)) }
-        }
-        return stem + number + rest
+        CollisionNames.candidate(name, attempt + 1, maximumLength: maximumLength)
     }
 
     /// The info file's name for the trash name `name`.

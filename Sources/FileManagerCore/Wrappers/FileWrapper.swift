@@ -284,7 +284,7 @@ public final class FileWrapper: @unchecked Sendable {
         var name = preferred
         var n = 2
         while children[Array(name.utf8)] != nil {
-            name = String(decoding: TrashNaming.candidate(Array(preferred.utf8), attempt: n - 1), as: UTF8.self)
+            name = String(decoding: CollisionNames.candidate(Array(preferred.utf8), n), as: UTF8.self)
             n += 1
         }
         child.filename = name
