@@ -37,7 +37,7 @@ struct DaemonRequests: Sendable {
                 try changingContainerEntry(id) {
                     try volume.registry.create(id, caller: caller, bundleSource: bundle) { warnings.append($0) }
                 }
-                coordination.center.announce(.appeared(FilePath("/containers/\(id)")), by: coordination.purposes.purpose(ofThread: caller.pid))
+                announce(.appeared(FilePath("/containers/\(id)")), by: caller)
                 return ControlResponse(id: request.id, ok: true, result: ["path": mountPoint.appending("containers/\(id)").string],
                                        warnings: warnings.isEmpty ? nil : warnings)
             case "container.remove":
@@ -52,24 +52,19 @@ struct DaemonRequests: Sendable {
                     } catch let error as FileManagerError { throw error } catch { throw .system(.ioError, from.string) }
                     return result
                 }
-                let purpose = coordination.purposes.purpose(ofThread: caller.pid)
-                if let trashed, var to = Optional(trashed), to.removePrefix(mountPoint) {
-                    to.root = "/"
-                    coordination.center.announce(.moved(from: from, to: to), by: purpose)
+                if let to = trashed.flatMap(presented) {
+                    announce(.moved(from: from, to: to), by: caller)
                 } else {
-                    coordination.center.announce(.deleted(from), by: purpose)
+                    announce(.deleted(from), by: caller)
                 }
                 return ControlResponse(id: request.id, ok: true, result: trashed.map { ["path": $0.string] })
             case "trash.put":
                 let path = try self.path(request.args["path"])
                 let item = try withTrash(caller) { can throws(FileManagerError) in try can.trash(Self.bytes(path)) }
-                var to = item.path
-                if Self.bytes(path).split(separator: 0x2F).count == 2, to.removePrefix(mountPoint) {
-                    // A container's root moved in the store: presenters hear of it here (the
-                    // mount's own moves announce themselves).
-                    to.root = "/"
-                    coordination.center.announce(.moved(from: FilePath("/").pushing(path), to: to),
-                                                 by: coordination.purposes.purpose(ofThread: caller.pid))
+                // A container's root moved in the store: presenters hear of it here (the mount's
+                // own moves announce themselves).
+                if path.components.count == 2, let to = presented(item.path) {
+                    announce(.moved(from: FilePath("/").pushing(path), to: to), by: caller)
                 }
                 return ControlResponse(id: request.id, ok: true, result: ["path": item.path.string, "name": Self.text(item.name)])
             case "trash.list":
@@ -81,11 +76,7 @@ struct DaemonRequests: Sendable {
                 }
                 let destination = try request.args["to"].map { raw throws(FileManagerError) in Self.bytes(try path(raw)) }
                 let restored = try withTrash(caller) { can throws(FileManagerError) in try can.restore(name, to: destination) }
-                var to = restored
-                if to.removePrefix(mountPoint), to.components.count == 2 {
-                    to.root = "/"
-                    coordination.center.announce(.appeared(to), by: coordination.purposes.purpose(ofThread: caller.pid))
-                }
+                if let to = presented(restored), to.components.count == 2 { announce(.appeared(to), by: caller) }
                 return ControlResponse(id: request.id, ok: true, result: ["path": restored.string])
             case "trash.empty":
                 var names: [[UInt8]]?
@@ -259,8 +250,7 @@ struct DaemonRequests: Sendable {
             },
             announce: { path, appeared in
                 let absolute = FilePath("/").pushing(path)
-                coordination.center.announce(appeared ? .appeared(absolute) : .deleted(absolute),
-                                             by: coordination.purposes.purpose(ofThread: caller.pid))
+                announce(appeared ? .appeared(absolute) : .deleted(absolute), by: caller)
             },
             isOpen: { inode in volume.items.item(inode)?.isOpen ?? false })
     }
@@ -273,6 +263,19 @@ struct DaemonRequests: Sendable {
         defer { close(root) }
         return try body(TrashCan(items: TrashPlace(mountRoot: root, mountPoint: mountPoint), store: volume.store,
                                  hooks: changeHooks(caller), uid: caller.uid, caller: caller))
+    }
+
+    /// Tells presenters of a change the daemon made for `caller` (their own hear nothing).
+    private func announce(_ event: PresenterEvent, by caller: Caller) {
+        coordination.center.announce(event, by: coordination.purposes.purpose(ofThread: caller.pid))
+    }
+
+    /// `path`, as a user sees it under this mount, as presenters name it (`/containers/…`).
+    private func presented(_ path: FilePath) -> FilePath? {
+        var p = path
+        guard p.removePrefix(mountPoint) else { return nil }
+        p.root = "/"
+        return p
     }
 
     static func bytes(_ path: FilePath) -> [UInt8] { Array(path.string.utf8) }
