@@ -229,6 +229,10 @@ int clinux_epoll_wait(int epfd, uint64_t *keys, uint32_t *events, int max, int t
 
 int clinux_accept_nonblocking(int fd) { return accept4(fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK); }
 
+int clinux_dup3(int oldfd, int newfd, int flags) {
+    return dup3(oldfd, newfd, flags);
+}
+
 int clinux_ficlone(int dst, int src) {
 #ifdef FICLONE
     return ioctl(dst, FICLONE, src);

@@ -49,7 +49,7 @@ final class Passthrough: Sendable {
     /// the mount.
     func backingID(for file: OpenFile) -> CInt? {
         let item = file.item
-        guard item.isRegularFile else { return nil }
+        guard item.isRegularFile, !file.throughDaemonOnly else { return nil }
         let (kinds, backing) = item.attachment.withLock { attachment -> (Kinds, CInt?) in
             let kinds: Kinds
             if let existing = attachment as? Kinds { kinds = existing } else { kinds = Kinds(); attachment = kinds }

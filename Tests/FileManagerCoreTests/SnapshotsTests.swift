@@ -48,7 +48,58 @@ struct SnapshotsTests {
         let b = try snapshots.publish("containers/com.example.unit/Documents/a.txt", caller: .current, now: 1_796_622_780)
         #expect(a.record.name == "com.example.unit-2026-12-07T05-53-00")
         #expect(b.record.name == "com.example.unit-2026-12-07T05-53-00.2")
-        #expect(s.read("store/snapshots/\(b.record.name)") == "alpha")
+        #expect(contents(store, b.record.name, s.path + "/store/snapshots/" + b.record.name) == "alpha")
+    }
+
+    /// A snapshot file's data as the mount and export read it (`SnapshotData.openContents`).
+    func contents(_ store: Store, _ snapshot: String, _ path: String) -> String? {
+        let placeholder = open(path, O_PATH | O_NOFOLLOW | O_CLOEXEC)
+        guard placeholder >= 0, let st = try? Syscall.fstat(placeholder) else { return nil }
+        defer { close(placeholder) }
+        guard let fd = try? store.snapshotData.openContents(snapshot: snapshot, entry: UInt64(st.st_ino), placeholder: placeholder) else { return nil }
+        defer { close(fd) }
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        let n = read(fd, &buffer, buffer.count)
+        return n < 0 ? nil : String(decoding: buffer[0..<n], as: UTF8.self)
+    }
+
+    func stat(_ path: String) -> Glibc.stat? {
+        var st = Glibc.stat()
+        return lstat(path, &st) == 0 ? st : nil
+    }
+
+    /// Where extents cannot be shared (the suite's file systems), a publish links each file
+    /// into `.snapshot-data/NAME/` beside a sparse placeholder and copies no data; the copy is
+    /// made by `breakSharing`, before the live file changes; the table of shared files is
+    /// found again at the next open; a removal takes the links with it.
+    @Test func dataIsLinkedThenCopiedBeforeTheLiveFileChanges() throws {
+        let s = try Scratch()
+        let store = try makeStore(s)
+        let livePath = s.path + "/store/containers/com.example.unit/Documents/a.txt"
+        let done = try Snapshots(store: store).publish("containers/com.example.unit", name: "one", caller: .current)
+        try #require(done.sharing == .linked, "the scratch file system shares extents: FICLONE, not links")
+        let live = try #require(stat(livePath))
+        let placeholder = try #require(stat(s.path + "/store/snapshots/one/Documents/a.txt"))
+        #expect(live.st_nlink == 2 && placeholder.st_size == 5 && placeholder.st_blocks == 0)
+        #expect(names(s, "store/.snapshot-data/one") == ["\(placeholder.st_ino)"])
+        #expect(store.snapshotData.links(of: UInt64(live.st_ino)) == 1)
+
+        _ = try Snapshots(store: store).publish("containers/com.example.unit/Documents/a.txt", name: "two", caller: .current)
+        #expect(stat(livePath)?.st_nlink == 3)
+        let reopened = try Store(at: FilePath(s.path + "/store"))
+        reopened.snapshotData.load()
+        #expect(reopened.snapshotData.links(of: UInt64(live.st_ino)) == 2)
+
+        let fd = open(livePath, O_PATH | O_CLOEXEC)
+        defer { close(fd) }
+        try reopened.snapshotData.breakSharing(UInt64(live.st_ino), live: fd)
+        #expect(stat(livePath)?.st_nlink == 1 && reopened.snapshotData.links(of: UInt64(live.st_ino)) == 0)
+        s.write("store/containers/com.example.unit/Documents/a.txt", "beta")
+        #expect(contents(reopened, "one", s.path + "/store/snapshots/one/Documents/a.txt") == "alpha")
+        #expect(contents(reopened, "two", s.path + "/store/snapshots/two") == "alpha")
+
+        try Snapshots(store: reopened).remove("two", caller: .current)
+        #expect(names(s, "store/.snapshot-data") == ["one", "one/\(placeholder.st_ino)"])
     }
 
     @Test func expiredSnapshotsGoAtListAndAtTheNextOpen() throws {

@@ -134,5 +134,7 @@ int clinux_accept_nonblocking(int fd);
 
 /* ioctl(dst, FICLONE, src): share src's extents (XFS reflink, btrfs); -1 and errno otherwise. */
 int clinux_ficlone(int dst, int src);
+/// dup3(2): `newfd` atomically made a duplicate of `oldfd` (what glibc hides without _GNU_SOURCE).
+int clinux_dup3(int oldfd, int newfd, int flags);
 
 #endif

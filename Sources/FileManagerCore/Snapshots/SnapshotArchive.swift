@@ -12,7 +12,9 @@ public enum SnapshotArchive {
     /// Writes the directory `name` of `dir` (never following links) to `output` as a pax
     /// archive whose members start with `name/`. Returns the number of members.
     @discardableResult
-    public static func export(_ dir: CInt, _ name: String, to output: CInt, display: String) throws(FileManagerError) -> Int {
+    /// `store`: the store the snapshot is read in, whose linked data (`SnapshotData`) a
+    /// file's data may be; nil when it is read through the mount.
+    public static func export(_ dir: CInt, _ name: String, to output: CInt, display: String, store: Store? = nil) throws(FileManagerError) -> Int {
         guard let archive = archive_write_new() else { throw .system(.noMemory, display) }
         defer { archive_write_free(archive) }
         guard archive_write_set_format_pax_restricted(archive) == ARCHIVE_OK,
@@ -27,7 +29,7 @@ public enum SnapshotArchive {
             throw FileManagerError(error, path: display)
         }
         defer { Syscall.close(top) }
-        var writer = Writer(archive: archive, display: display)
+        var writer = Writer(archive: archive, display: display, snapshot: name, data: store?.snapshotData)
         try writer.add(top, path: Array(name.utf8))
         guard archive_write_close(archive) == ARCHIVE_OK else { throw .system(.ioError, "\(display): \(message(archive))") }
         return writer.members
@@ -44,7 +46,13 @@ public enum SnapshotArchive {
         /// The first path of each file with several links.
         var firstPaths: [FileIdentity: [UInt8]] = [:]
 
-        init(archive: OpaquePointer, display: String) {
+        /// The snapshot's name and, read in the store, where linked file data lives.
+        let snapshot: String
+        let data: SnapshotData?
+
+        init(archive: OpaquePointer, display: String, snapshot: String, data: SnapshotData?) {
+            self.snapshot = snapshot
+            self.data = data
             self.archive = archive
             self.display = display
         }
@@ -89,7 +97,13 @@ public enum SnapshotArchive {
                 } else {
                     if st.st_nlink > 1 { firstPaths[identity] = path }
                     archive_entry_set_size(entry, la_int64_t(st.st_size))
-                    do { data = try Syscall.reopen(fd, O_RDONLY | O_CLOEXEC) } catch { throw FileManagerError(error, path: shown) }
+                    do {
+                        if let linked = self.data {
+                            data = try linked.openContents(snapshot: snapshot, entry: UInt64(st.st_ino), placeholder: fd)
+                        } else {
+                            data = try Syscall.reopen(fd, O_RDONLY | O_CLOEXEC)
+                        }
+                    } catch { throw FileManagerError(error, path: shown) }
                 }
             default:
                 archive_entry_set_size(entry, 0)

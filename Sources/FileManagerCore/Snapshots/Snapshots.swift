@@ -53,8 +53,9 @@ public struct Snapshots {
     public struct Published: Sendable {
         public var record: SnapshotRecord
         public var warnings: [String]
-        /// Whether file data was shared with the source (FICLONE) or copied.
-        public var cloned: Bool
+        /// How file data reached the snapshot: shared extents (FICLONE), links of the live
+        /// files (`SnapshotData`), or copies; nil when it holds no file data.
+        public var sharing: FileWrapper.DataSharing?
     }
 
     // MARK: - Publish
@@ -123,9 +124,13 @@ public struct Snapshots {
                                     files: 0, bytes: 0, ownerUID: caller.uid)
         try insert(record, state: "publishing")
         let staged = Array("snapshot.\(getpid()).\(UInt32.random(in: 0...UInt32.max))".utf8)
-        var cloned = false
+        var sharing: FileWrapper.DataSharing?
+        let data = store.snapshotData, snapshot = name
         do throws(FileManagerError) {
-            let totals = try wrapper.writeInPlace(to: store.stagingFD, name: staged, sharing: { cloned = $0 == .cloned })
+            let totals = try wrapper.writeInPlace(to: store.stagingFD, name: staged, linker: { source, entry throws(Errno) in
+                try data.share(source, snapshot: snapshot, entry: entry)
+                return true
+            }, sharing: { sharing = $0 })
             record.files = Int64(totals.files)
             record.bytes = totals.bytes
             try? Syscall.fsync(store.stagingFD, dataOnly: false)
@@ -133,12 +138,13 @@ public struct Snapshots {
             try place(staged, as: name)
         } catch {
             FileWrapper.removeItem(store.stagingFD, staged)
+            data.remove(snapshot: name)
             deleteRow(name)
             throw error
         }
         setState(name, "published")
         store.syncDirectory(store.snapshotsFD)
-        return Published(record: record, warnings: warnings, cloned: cloned)
+        return Published(record: record, warnings: warnings, sharing: sharing)
     }
 
     /// `relative` as the user sees it: under the mount point or the store.
@@ -268,6 +274,7 @@ public struct Snapshots {
             throw FileManagerError(error, path: path.string)
         }
         FileWrapper.removeItem(store.stagingFD, Array(doomed.utf8))
+        store.snapshotData.remove(snapshot: name)
         deleteRow(name)
     }
 
@@ -292,6 +299,7 @@ public struct Snapshots {
             try? snapshots.discard(record.name)
         }
         snapshots.removeExpired(now: now)
+        store.snapshotData.removeData(except: Set(snapshots.records(state: "published").map(\.name)))
         return settled
     }
 

@@ -10,6 +10,7 @@ import SystemPackage
 ///     ├── .staging/           half-built items; emptied at every open (crash debris)
 ///     ├── containers/ID/      one directory per container
 ///     ├── snapshots/NAME/     published snapshots
+///     ├── .snapshot-data/NAME/  links of live files whose data a snapshot shares
 ///     └── trash/.Trash-UID/   the volume's FreeDesktop.org trash, one per user
 ///
 /// Every directory above is opened once as an `O_PATH` descriptor; nothing below is ever
@@ -28,6 +29,8 @@ public final class Store: Sendable {
     /// The device all items must live on: a mount point inside the store is never crossed.
     public let device: UInt64
     public let database: MetadataDatabase
+    /// Data snapshots share with live files (`.snapshot-data/`, docs/DESIGN.md 58).
+    public let snapshotData: SnapshotData
 
     public static let defaultPath: FilePath = {
         if let data = getenv("XDG_DATA_HOME"), data.pointee != 0 {
@@ -124,6 +127,7 @@ public final class Store: Sendable {
         } catch {
             throw .system(error, display)
         }
+        snapshotData = SnapshotData(rootFD: rootFD)
         var name = ""
         do {
             let st = try Syscall.fstat(rootFD)

@@ -33,6 +33,11 @@ public final class OpenFile: @unchecked Sendable {
     /// Something a client of the core tied to this handle's life (the FUSE bridge: which way
     /// the kernel does the handle's I/O, DESIGN.md 29); it goes when the handle goes.
     public let attachment = Mutex<(any AnyObject & Sendable)?>(nil)
+    /// The descriptor is not the item's own file (a snapshot entry's shared data,
+    /// `SnapshotData`): the kernel must not do this handle's I/O itself (passthrough).
+    public let throughDaemonOnly: Bool
+    /// Called with the descriptor just before it closes.
+    private let closing: (@Sendable (CInt) -> Void)?
 
     /// `state`: the item's state now, when the caller has it (saves an `fstat`); `mark`:
     /// the inotify queue's position before the open, if the open itself changed the item
@@ -41,8 +46,11 @@ public final class OpenFile: @unchecked Sendable {
     /// A handle with write access records the state it opened in; a read-only one only a
     /// change its open made.
     init(fd: CInt, item: Item, direct: Bool, writable: Bool, accessMode: CInt, ownChanges: OwnChanges,
-         state: stat? = nil, mark: UInt64 = .max, pagesStale: Bool = false, uncached: Bool = false) {
+         state: stat? = nil, mark: UInt64 = .max, pagesStale: Bool = false, uncached: Bool = false,
+         throughDaemonOnly: Bool = false, closing: (@Sendable (CInt) -> Void)? = nil) {
         self.fd = fd
+        self.throughDaemonOnly = throughDaemonOnly
+        self.closing = closing
         self.item = item
         self.direct = direct
         self.writable = writable
@@ -75,6 +83,7 @@ public final class OpenFile: @unchecked Sendable {
                 }
             }
         }
+        closing?(fd)
         Syscall.close(fd)
         ownChanges?.changing(item, false)
     }
@@ -151,7 +160,13 @@ extension Volume {
             throw item.isDirectory ? .isDirectory : (item.isSymlink ? .tooManySymbolicLinkLevels : Errno(rawValue: ENXIO))
         }
         let writable = (flags & O_ACCMODE) != O_RDONLY || (flags & O_TRUNC) != 0
-        if writable { try zone(of: item).checkModify() }
+        if writable {
+            try zone(of: item).checkModify()
+            item.ownChangesUnderWay.add(1, ordering: .sequentiallyConsistent)  // see `keepSnapshotsFrozen`
+            try keepSnapshotsFrozen(item)
+        }
+        defer { if writable { item.ownChangesUnderWay.subtract(1, ordering: .releasing) } }
+        if let file = try openSnapshotEntry(item, flags: flags) { return file }
         let mark = flags & O_TRUNC != 0 ? ownChanges.queuePosition() : .max
         // A truncating open replaces the content: the kernel drops its pages itself.
         let (st, pagesStale) = flags & O_TRUNC == 0 ? pagesPredateContent(item) : (nil, false)
@@ -170,6 +185,36 @@ extension Volume {
         return OpenFile(fd: fd, item: item, direct: flags & O_DIRECT != 0, writable: writable,
                         accessMode: flags & O_ACCMODE, ownChanges: ownChanges, state: st, mark: mark,
                         pagesStale: pagesStale, uncached: uncached)
+    }
+
+    /// Before the data of a live file changes through the mount: a snapshot sharing it gets
+    /// a copy of its own first (`SnapshotData.breakSharing`). The caller has counted the
+    /// change on `item.ownChangesUnderWay` first: a publish that links the file meanwhile
+    /// finds it so and copies it itself.
+    func keepSnapshotsFrozen(_ item: Item) throws(Errno) {
+        guard item.isRegularFile else { return }
+        try store.snapshotData.breakSharing(item.inode, live: item.fd)
+    }
+
+    /// A snapshot entry whose data is a link of a live file (`SnapshotData`) opens that link,
+    /// served by the daemon only; nil for any other item.
+    private func openSnapshotEntry(_ item: Item, flags: CInt) throws(Errno) -> OpenFile? {
+        guard store.snapshotData.holdsData, case .snapshots = zone(of: item), let snapshot = snapshotName(of: item) else { return nil }
+        let data = store.snapshotData
+        guard let fd = data.openEntry(snapshot: snapshot, entry: item.inode) else { return nil }
+        return OpenFile(fd: fd, item: item, direct: flags & O_DIRECT != 0, writable: false, accessMode: O_RDONLY,
+                        ownChanges: ownChanges, throughDaemonOnly: true, closing: { data.closed($0) })
+    }
+
+    /// The name of the snapshot `item` is in: that of its ancestor just below `snapshots/`.
+    func snapshotName(of item: Item) -> String? {
+        var current = item
+        while true {
+            let (parent, name) = current.state.withLock { ($0.parent, $0.name) }
+            guard let parent, let name else { return nil }
+            if parent.state.withLock({ $0.parent?.isVirtual ?? false }) { return name.string }
+            current = parent
+        }
     }
 
     /// Whether the kernel's cached pages of `item` may predate its content: a program in the
@@ -354,8 +399,13 @@ extension Volume {
         }
         let accessFlags = (flags & ~(O_CREAT | O_EXCL | O_DIRECT | O_NOCTTY)) | O_NONBLOCK
         let mark = flags & O_TRUNC != 0 ? ownChanges.queuePosition() : .max
+        item.ownChangesUnderWay.add(1, ordering: .sequentiallyConsistent)  // see `keepSnapshotsFrozen`
+        defer { item.ownChangesUnderWay.subtract(1, ordering: .releasing) }
         do {
-            if (flags & O_ACCMODE) != O_RDONLY || flags & O_TRUNC != 0 { try zone(of: item).checkModify() }
+            if (flags & O_ACCMODE) != O_RDONLY || flags & O_TRUNC != 0 {
+                try zone(of: item).checkModify()
+                try keepSnapshotsFrozen(item)
+            }
             var fd = try Credentials.withAccessChecks { () throws(Errno) -> CInt in
                 try Credentials.asCaller(caller) { () throws(Errno) in try Syscall.reopen(item.fd, accessFlags) }
             }

@@ -52,6 +52,11 @@ public final class Volume: Sendable {
         // An outside removal of a name the daemon was failing to remove (`rmdir` racing
         // `rmdir`) was taken for the echo and the kernel kept the name: it is told now.
         ownChanges.mistakenEcho.withLock { $0 = { [weak self] parent, name in self?.announceEntryChange(parent: parent, name: name) } }
+        store.snapshotData.load()
+        // A publish links no file the mount is writing (`keepSnapshotsFrozen`).
+        store.snapshotData.writersProbe.withLock { [items] probe in
+            probe = { inode in (items.item(inode)?.ownChangesUnderWay.load(ordering: .sequentiallyConsistent) ?? 0) > 0 }
+        }
     }
 
     /// Registers an observer of changes the volume makes (kernel invalidation, presenters).
@@ -164,7 +169,7 @@ public final class Volume: Sendable {
         if used && item.isRegularFile { item.pagesShow.store(ContentStamp.of(now), ordering: .relaxed) }
         items.linkCounts.note(item.inode, now)
         if kernelCachesWrites && !used { notingNameGivenWhileStale(item, parent, name) }
-        return (item, now)
+        return (item, linksShown(now, of: item))
     }
 
     /// Under writeback, a look-up of a held file the kernel may hold stale, while a handle
@@ -380,13 +385,32 @@ public final class Volume: Sendable {
     }
 
     /// The attributes the mount shows for `st` of `item`: the store's, except that
-    /// `containers/` is sticky and world-writable (DESIGN.md, decision 5). Every answer
-    /// about it (GETATTR, LOOKUP, READDIRPLUS) goes through here, so that `stat` shows one
-    /// mode whichever the kernel asked last.
+    /// `containers/` is sticky and world-writable (DESIGN.md, decision 5), and that a live
+    /// file's links held by snapshots (`SnapshotData`) are not counted. Every answer about
+    /// an item (GETATTR, LOOKUP, READDIRPLUS, SETATTR) goes through here, so that `stat`
+    /// shows one mode and link count whichever the kernel asked last.
     func presented(_ st: stat, of item: Item) -> stat {
+        guard item.isDirectory else { return linksShown(st, of: item) }
         guard case .containers = zone(of: item) else { return st }
         var shown = st
         shown.st_mode = S_IFDIR | 0o1777
+        return shown
+    }
+
+    /// `st` of a file as the mount shows it, where snapshots share data (`SnapshotData`): a
+    /// live file's links held by snapshots left out (only a file with several links looks),
+    /// and a snapshot's sparse placeholder given the blocks of its data (only a file with
+    /// none looks).
+    func linksShown(_ st: stat, of item: Item) -> stat {
+        guard item.isRegularFile else { return st }
+        var shown = st
+        if st.st_nlink > 1 {
+            let held = store.snapshotData.links(of: item.inode)
+            if held > 0 { shown.st_nlink = nlink_t(max(Int(st.st_nlink) - held, 1)) }
+        } else if st.st_blocks == 0, st.st_size > 0, store.snapshotData.holdsData, case .snapshots = zone(of: item),
+                  let snapshot = snapshotName(of: item), let blocks = store.snapshotData.blocks(snapshot: snapshot, entry: item.inode) {
+            shown.st_blocks = blocks
+        }
         return shown
     }
 

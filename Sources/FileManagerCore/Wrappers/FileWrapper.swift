@@ -310,16 +310,30 @@ public final class FileWrapper: @unchecked Sendable {
 
     // MARK: - Writing
 
-    /// How data reached the copy: extents shared (FICLONE) or bytes copied.
-    public enum DataSharing: Sendable { case cloned, copied }
+    /// How data reached the copy: extents shared (FICLONE), the file linked as the data of
+    /// a sparse placeholder (`Linker`), or bytes copied. The most sharing way used wins.
+    public enum DataSharing: Int, Sendable, Comparable {
+        case copied, linked, cloned
+        public static func < (a: DataSharing, b: DataSharing) -> Bool { a.rawValue < b.rawValue }
+    }
+
+    /// Where extents cannot be shared, gives a copied file's data by a link instead: called
+    /// with the source opened for reading and the placeholder's inode number (the
+    /// placeholder, already the source's size, holds no data); false copies the data.
+    typealias Linker = (_ source: CInt, _ placeholder: UInt64) throws(Errno) -> Bool
 
     final class WriteContext {
         /// The first copy of each file read with several links, for the others.
         var linked: [FileIdentity: CInt] = [:]
         var totals = Totals()
         var sharing: DataSharing?
+        /// FICLONE failed as unsupported once: not tried again.
+        var cannotClone = false
+        var linker: Linker?
         let keepOwner = geteuid() == 0
         deinit { for fd in linked.values { Syscall.close(fd) } }
+
+        func used(_ way: DataSharing) { sharing = max(sharing ?? way, way) }
     }
 
     /// Writes the wrapper as `name` in `dir`, atomically: built under a staging name beside
@@ -364,8 +378,9 @@ public final class FileWrapper: @unchecked Sendable {
         try writeInPlace(to: dir, name: name, sharing: nil)
     }
 
-    func writeInPlace(to dir: CInt, name: [UInt8], sharing: ((DataSharing) -> Void)?) throws(FileManagerError) -> Totals {
+    func writeInPlace(to dir: CInt, name: [UInt8], linker: Linker? = nil, sharing: ((DataSharing) -> Void)?) throws(FileManagerError) -> Totals {
         let context = WriteContext()
+        context.linker = linker
         do {
             try build(in: dir, name, display: Bytes.display(name), context)
         } catch {
@@ -377,13 +392,15 @@ public final class FileWrapper: @unchecked Sendable {
     }
 
     static func removeItem(_ dir: CInt, _ name: [UInt8]) {
-        withCName(name) { p in
-            if unlinkat(dir, p, 0) == 0 { return }
-            if let fd = try? Syscall.openat(dir, p, O_PATH | O_DIRECTORY | O_NOFOLLOW) {
-                try? TreeRemoval.removeContents(of: fd)
-                Syscall.close(fd)
-                _ = unlinkat(dir, p, AT_REMOVEDIR)
-            }
+        withCName(name) { removeItem(dir, $0) }
+    }
+
+    static func removeItem(_ dir: CInt, _ p: UnsafePointer<CChar>) {
+        if unlinkat(dir, p, 0) == 0 { return }
+        if let fd = try? Syscall.openat(dir, p, O_PATH | O_DIRECTORY | O_NOFOLLOW) {
+            try? TreeRemoval.removeContents(of: fd)
+            Syscall.close(fd)
+            _ = unlinkat(dir, p, AT_REMOVEDIR)
         }
     }
 
@@ -418,13 +435,7 @@ public final class FileWrapper: @unchecked Sendable {
                     try Syscall.openat(dir, p, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
                 }
                 defer { Syscall.close(fd) }
-                if clinux_ficlone(fd, src) == 0 {
-                    context.sharing = .cloned
-                } else {
-                    let size = (try? Syscall.fstat(src)).map { Int($0.st_size) } ?? Int(source.size)
-                    try TreeCopy.copyData(from: src, to: fd, size: size)
-                    if context.sharing == nil { context.sharing = .copied }
-                }
+                try Self.fill(fd, from: src, size: source.size, context)
                 try apply(to: fd, isSymlink: false, context)
                 context.totals.files += 1
                 context.totals.bytes += (try? Syscall.fstat(fd)).map { Int64($0.st_size) } ?? source.size
@@ -462,6 +473,24 @@ public final class FileWrapper: @unchecked Sendable {
         }
         do { try apply(to: fd, isSymlink: false, context) } catch { throw FileManagerError(error, path: display) }
         context.totals.directories += 1
+    }
+
+    /// Gives the new file `fd` the data of `src`: shared extents, else a link (a sparse
+    /// file of the right size), else a copy.
+    private static func fill(_ fd: CInt, from src: CInt, size: Int64, _ context: WriteContext) throws(Errno) {
+        if !context.cannotClone {
+            if clinux_ficlone(fd, src) == 0 { return context.used(.cloned) }
+            let error = errno
+            if error == EOPNOTSUPP || error == EXDEV || error == EINVAL || error == ENOTTY { context.cannotClone = true }
+        }
+        let size = (try? Syscall.fstat(src)).map { Int64($0.st_size) } ?? size
+        if size > 0, let linker = context.linker {
+            try Syscall.ftruncate(fd, off_t(size))
+            if try linker(src, UInt64(try Syscall.fstat(fd).st_ino)) { return context.used(.linked) }
+            try Syscall.ftruncate(fd, 0)
+        }
+        try TreeCopy.copyData(from: src, to: fd, size: Int(size))
+        context.used(.copied)
     }
 
     /// Owner before mode (chown clears set-ID bits), attributes, times last.

@@ -130,9 +130,10 @@ extension SnapshotCommand {
                 store.sayWhichStoreIfAmbiguous()
                 let top: FilePath
                 var lock: StoreLock?
+                var direct: Store?  // read in the store, not through a mount
                 switch try StoreTarget.of(store.path, exclusive: false) {
                 case .daemon(_, let mounted): top = mounted
-                case .direct(let opened, let held): (top, lock) = (opened.path, held)
+                case .direct(let opened, let held): (top, lock, direct) = (opened.path, held, opened)
                 }
                 let snapshots = top.appending("snapshots")
                 let dir = open(snapshots.string, O_PATH | O_DIRECTORY | O_CLOEXEC)
@@ -146,7 +147,7 @@ extension SnapshotCommand {
                 let fd = toStandardOutput ? 1 : open(Paths.absolute(output).string, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
                 guard fd >= 0 else { throw CommandFailure("\(Paths.absolute(output)): \(String(cString: strerror(errno)))") }
                 do {
-                    try SnapshotArchive.export(dir, name, to: fd, display: shown)
+                    try SnapshotArchive.export(dir, name, to: fd, display: shown, store: direct)
                 } catch {
                     if !toStandardOutput {
                         close(fd)
