@@ -90,22 +90,31 @@ public final class SnapshotData: @unchecked Sendable {
     // MARK: - Publishing
 
     /// Links the live file open as `live` as the data of the placeholder `entry` of
-    /// `snapshot`. A file the mount is writing is copied at once instead.
-    func share(_ live: CInt, snapshot: String, entry: UInt64) throws(Errno) {
+    /// `snapshot`; false when it cannot be linked (the caller copies). A file the mount is
+    /// writing is copied at once after the link.
+    func share(_ live: CInt, snapshot: String, entry: UInt64) throws(Errno) -> Bool {
         let link = Link(snapshot: snapshot, entry: String(entry))
         let inode = UInt64(try Syscall.fstat(live).st_ino)
-        try copying.withLock { _ throws(Errno) in
-            try state.withLock { s throws(Errno) in
+        let linked = try copying.withLock { _ throws(Errno) -> Bool in
+            try state.withLock { s throws(Errno) -> Bool in
                 let dir = try snapshotDirectory(&s, snapshot, create: true)
                 anyData.store(true, ordering: .releasing)
-                try Syscall.link(pathDescriptor: live, dir, link.entry)
+                do throws(Errno) { try Syscall.link(pathDescriptor: live, dir, link.entry) } catch {
+                    // At the link limit, or a file the daemon may not link (protected_hardlinks).
+                    switch error {
+                    case .tooManyLinks, .notPermitted, .permissionDenied: return false
+                    default: throw error
+                    }
+                }
                 if s.shared[inode] == nil { sharedCount.add(1, ordering: .releasing) }
                 s.shared[inode, default: []].append(link)
+                return true
             }
         }
-        if let probe = writersProbe.withLock({ $0 }), probe(inode) {
+        if linked, let probe = writersProbe.withLock({ $0 }), probe(inode) {
             try breakSharing(inode, live: live)
         }
+        return linked
     }
 
     /// Removes what `snapshot` holds (its removal, a failed publish).

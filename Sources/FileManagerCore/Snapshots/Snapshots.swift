@@ -129,7 +129,6 @@ public struct Snapshots {
         do throws(FileManagerError) {
             let totals = try wrapper.writeInPlace(to: store.stagingFD, name: staged, linker: { source, entry throws(Errno) in
                 try data.share(source, snapshot: snapshot, entry: entry)
-                return true
             }, sharing: { sharing = $0 })
             record.files = Int64(totals.files)
             record.bytes = totals.bytes

@@ -86,6 +86,9 @@ public final class Item: @unchecked Sendable {
     /// record of each step (handles with write access, `setattr`s): an open then compares
     /// nothing (`Volume.pagesPredateContent`).
     let ownChangesUnderWay = Atomic<Int>(0)
+    /// Regular files: opens for writing under way, counted before they look whether a
+    /// snapshot shares the data (`Volume.keepSnapshotsFrozen`).
+    let writableOpensStarting = Atomic<Int>(0)
     /// Something a client of the core tied to this item's life (the FUSE bridge: the
     /// kernel's passthrough registration of `fd`, DESIGN.md 29); it goes when the item goes.
     public let attachment = Mutex<(any AnyObject & Sendable)?>(nil)

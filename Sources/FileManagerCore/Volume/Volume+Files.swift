@@ -162,10 +162,10 @@ extension Volume {
         let writable = (flags & O_ACCMODE) != O_RDONLY || (flags & O_TRUNC) != 0
         if writable {
             try zone(of: item).checkModify()
-            item.ownChangesUnderWay.add(1, ordering: .sequentiallyConsistent)  // see `keepSnapshotsFrozen`
+            item.writableOpensStarting.add(1, ordering: .sequentiallyConsistent)  // see `keepSnapshotsFrozen`
             try keepSnapshotsFrozen(item)
         }
-        defer { if writable { item.ownChangesUnderWay.subtract(1, ordering: .releasing) } }
+        defer { if writable { item.writableOpensStarting.subtract(1, ordering: .releasing) } }
         if let file = try openSnapshotEntry(item, flags: flags) { return file }
         let mark = flags & O_TRUNC != 0 ? ownChanges.queuePosition() : .max
         // A truncating open replaces the content: the kernel drops its pages itself.
@@ -189,8 +189,8 @@ extension Volume {
 
     /// Before the data of a live file changes through the mount: a snapshot sharing it gets
     /// a copy of its own first (`SnapshotData.breakSharing`). The caller has counted the
-    /// change on `item.ownChangesUnderWay` first: a publish that links the file meanwhile
-    /// finds it so and copies it itself.
+    /// change first (`Item.writableOpensStarting`, or `ownChangesUnderWay` for a setattr):
+    /// a publish that links the file meanwhile finds it so and copies it itself.
     func keepSnapshotsFrozen(_ item: Item) throws(Errno) {
         guard item.isRegularFile else { return }
         try store.snapshotData.breakSharing(item.inode, live: item.fd)
@@ -399,8 +399,8 @@ extension Volume {
         }
         let accessFlags = (flags & ~(O_CREAT | O_EXCL | O_DIRECT | O_NOCTTY)) | O_NONBLOCK
         let mark = flags & O_TRUNC != 0 ? ownChanges.queuePosition() : .max
-        item.ownChangesUnderWay.add(1, ordering: .sequentiallyConsistent)  // see `keepSnapshotsFrozen`
-        defer { item.ownChangesUnderWay.subtract(1, ordering: .releasing) }
+        item.writableOpensStarting.add(1, ordering: .sequentiallyConsistent)  // see `keepSnapshotsFrozen`
+        defer { item.writableOpensStarting.subtract(1, ordering: .releasing) }
         do {
             if (flags & O_ACCMODE) != O_RDONLY || flags & O_TRUNC != 0 {
                 try zone(of: item).checkModify()

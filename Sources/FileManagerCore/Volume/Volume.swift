@@ -55,7 +55,11 @@ public final class Volume: Sendable {
         store.snapshotData.load()
         // A publish links no file the mount is writing (`keepSnapshotsFrozen`).
         store.snapshotData.writersProbe.withLock { [items] probe in
-            probe = { inode in (items.item(inode)?.ownChangesUnderWay.load(ordering: .sequentiallyConsistent) ?? 0) > 0 }
+            probe = { inode in
+                guard let item = items.item(inode) else { return false }
+                return item.writableOpensStarting.load(ordering: .sequentiallyConsistent) > 0
+                    || item.ownChangesUnderWay.load(ordering: .sequentiallyConsistent) > 0
+            }
         }
     }
 
