@@ -101,8 +101,12 @@ struct DaemonRequests: Sendable {
                     guard let seconds = Int64(raw), seconds >= 0 else { throw FileManagerError.invalidArgument("expires: \(raw): seconds, 0 or more") }
                     expires = seconds
                 }
-                let done = try Snapshots(store: volume.store, hooks: changeHooks(caller))
-                    .publish(source.string, name: request.args["name"], expiresAfter: expires, caller: caller, top: mountPoint)
+                // Under a coordinated read of the whole source (docs/DESIGN.md 57): its presenters
+                // save first, and its writers wait only while the publish runs.
+                let done = try coordination.coordinatingSubtreeRead(source, caller: caller) {
+                    try Snapshots(store: volume.store, hooks: changeHooks(caller))
+                        .publish(source.string, name: request.args["name"], expiresAfter: expires, caller: caller, top: mountPoint)
+                }
                 let published = mountPoint.appending("snapshots").appending(done.record.name)
                 return ControlResponse(id: request.id, ok: true, result: ["path": published.string, "name": done.record.name],
                                        warnings: done.warnings.isEmpty ? nil : done.warnings)
