@@ -16,6 +16,8 @@ struct DaemonRequests: Sendable {
     let ring: RingTransport?
     /// For `status`: start time, options, versions, counts.
     let about: DaemonAbout
+    /// Removes snapshots at their expiry time while mounted (docs/DESIGN.md 56).
+    var expiry: SnapshotExpiry? = nil
 
     func handle(_ request: ControlRequest, _ connection: ControlConnection) -> ControlResponse {
         let caller = connection.caller
@@ -107,6 +109,7 @@ struct DaemonRequests: Sendable {
                     try Snapshots(store: volume.store, hooks: changeHooks(caller))
                         .publish(source.string, name: request.args["name"], expiresAfter: expires, caller: caller, top: mountPoint)
                 }
+                if expires != nil { expiry?.rearm() }
                 let published = mountPoint.appending("snapshots").appending(done.record.name)
                 return ControlResponse(id: request.id, ok: true, result: ["path": published.string, "name": done.record.name],
                                        warnings: done.warnings.isEmpty ? nil : done.warnings)
@@ -116,6 +119,7 @@ struct DaemonRequests: Sendable {
             case "snapshot.remove":
                 guard let name = request.args["name"] else { throw FileManagerError.invalidArgument("name: missing") }
                 try Snapshots(store: volume.store, hooks: changeHooks(caller)).remove(name, caller: caller)
+                expiry?.rearm()
                 return ControlResponse(id: request.id, ok: true)
             case "inbox.deliver":
                 let id = try Self.identifier(request.args["id"])
@@ -243,7 +247,7 @@ struct DaemonRequests: Sendable {
     /// coordinated write by the caller's process, expected as the daemon's own by the store
     /// watcher, dropped from the kernel's caches, announced to presenters; open items are
     /// those the kernel holds open handles on.
-    private func changeHooks(_ caller: Caller) -> StoreChangeHooks {
+    func changeHooks(_ caller: Caller) -> StoreChangeHooks {
         let volume = volume, coordination = coordination
         return StoreChangeHooks(
             entry: { change, body in
