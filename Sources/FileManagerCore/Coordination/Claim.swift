@@ -9,6 +9,10 @@ public enum ClaimMode: Sendable, Hashable {
     /// A write ForDeleting, ForMoving or ForReplacing on a directory: the directory and
     /// everything inside it interact as one item (R4).
     case subtreeWrite
+    /// A read of a directory and everything inside it, as one item (a snapshot's freeze,
+    /// docs/DESIGN.md 57): shares with reads anywhere, excludes writes of the directory and
+    /// of anything inside it, and writes of an enclosing directory only as a subtree write.
+    case subtreeRead
 }
 
 /// How long a granted claim may be held, which matters only to deadlock detection.
@@ -58,6 +62,16 @@ public struct Claim: Sendable, Hashable {
         self.mode = subtree ? .subtreeWrite : .write
     }
 
+    /// A read of `target` and, for a directory outside a package, of everything inside it
+    /// (`.subtreeRead`); inside a package, or for a file, a plain read (R2: the package is
+    /// the item already).
+    public init(target: ClaimTarget, readingSubtree options: CoordinatedReadingOptions, path: FilePath? = nil) {
+        self.target = target
+        self.access = .reading(options)
+        self.path = path
+        self.mode = target.isDirectory && !target.isInsidePackage ? .subtreeRead : .read
+    }
+
     /// A claim given by mode alone (no presenter semantics beyond the mode's): `.read` is a
     /// read with options 0, `.write` a plain write, `.subtreeWrite` a write ForMoving
     /// (which asks no presenter to accommodate a deletion).
@@ -66,10 +80,11 @@ public struct Claim: Sendable, Hashable {
         case .read: self.init(target: target, reading: [], path: path)
         case .write: self.init(target: target, writing: [], path: path)
         case .subtreeWrite: self.init(target: target, writing: .forMoving, path: path)
+        case .subtreeRead: self.init(target: target, readingSubtree: [], path: path)
         }
     }
 
-    var isRead: Bool { mode == .read }
+    var isRead: Bool { mode == .read || mode == .subtreeRead }
 
     /// Whether this claim and `other`, made for different purposes, cannot be granted
     /// together: the conflict matrix of docs/SEMANTICS.md §3.1 on the keys R2 gives.
@@ -79,13 +94,20 @@ public struct Claim: Sendable, Hashable {
         let na = target.effectiveCount, nb = other.target.effectiveCount
         if na == nb {
             guard ClaimTarget.isPrefix(a, na, of: b, nb) else { return false }
-            return !(mode == .read && other.mode == .read)
+            return !(isRead && other.isRead)
         }
         if na < nb {
-            // This claim is on an ancestor of the other: only a subtree write reaches down.
-            return mode == .subtreeWrite && ClaimTarget.isPrefix(a, na, of: b, nb)
+            // This claim is on an ancestor of the other: only a subtree claim reaches down.
+            return reachesDown(to: other) && ClaimTarget.isPrefix(a, na, of: b, nb)
         }
-        return other.mode == .subtreeWrite && ClaimTarget.isPrefix(b, nb, of: a, na)
+        return other.reachesDown(to: self) && ClaimTarget.isPrefix(b, nb, of: a, na)
+    }
+
+    /// Whether this claim, on an ancestor of `other`'s item, competes with it: a subtree
+    /// write with everything, a subtree read with writes.
+    @inline(__always)
+    private func reachesDown(to other: Claim) -> Bool {
+        mode == .subtreeWrite || (mode == .subtreeRead && !other.isRead)
     }
 }
 

@@ -13,7 +13,7 @@ extension PresenterRegistry {
     ///   relinquish to reader/writer; save for a read without `withoutChanges` or a write
     ///   `forMerging`; accommodate deletion for `forDeleting`/`forReplacing` (a package
     ///   presenter gets the subitem form, naming the item);
-    /// - for a subtree write, for an access to a package directory, and for a batch
+    /// - for a subtree write or read, for an access to a package directory, and for a batch
     ///   (`includingContents`), also every presenter inside the target, with the same steps;
     /// - never the accessor's own purpose (R7), and only presenters of `accessorUID` or
     ///   root's (nil: the accessor is in this process and every presenter counts).
@@ -88,7 +88,7 @@ extension PresenterRegistry {
             return base
         }
         // The presenter's item is inside the target.
-        guard claim.mode == .subtreeWrite || target.isPackage || includingContents,
+        guard claim.mode == .subtreeWrite || claim.mode == .subtreeRead || target.isPackage || includingContents,
               ClaimTarget.isPrefix(t, t.count, of: p, p.count) else { return [] }
         return deletion ? base.union(.accommodateDeletion) : base
     }

@@ -169,10 +169,15 @@ struct MountCommand: ParsableCommand {
             var limits = ControlLimits()
             limits.idleTimeout = options.controlTimeout
             limits.lineTimeout = min(limits.lineTimeout, options.controlTimeout)
+            var requests = DaemonRequests(volume: volume, mountPoint: mountPoint, coordination: coordination, clients: clients,
+                                          ring: ring, about: DaemonAbout(options: givenOptions, bridge: bridge))
+            // Expiry acts for the daemon itself: presenters of every user hear of it.
+            let expiry = SnapshotExpiry { [requests] in
+                Snapshots(store: volume.store, hooks: requests.changeHooks(Caller(uid: geteuid(), gid: getegid())))
+            }
+            requests.expiry = expiry
             let control = try ControlServer(path: Paths.controlSocket(store.path), logger: Logger(label: "containerfs.control"), limits: limits,
-                                            handler: DaemonRequests(volume: volume, mountPoint: mountPoint,
-                                                                    coordination: coordination, clients: clients, ring: ring,
-                                                                    about: DaemonAbout(options: givenOptions, bridge: bridge)).handle)
+                                            handler: requests.handle)
             try session.mount(options: sessionOptions)
             // fusermount3's auto_unmount misses a killed daemon whose connection is not yet
             // aborted when it looks (DESIGN.md 31): the daemon's own watcher does not look.
@@ -188,6 +193,7 @@ struct MountCommand: ParsableCommand {
             if let notifier { volume.addObserver(notifier) }
             watcher.start()
             control.start()
+            expiry.start()
             // Live once the kernel has INIT's answer (requests wait for it), not before: libfuse
             // may still refuse it, and the mount is then gone.
             // Without a pipe (-f) the wait goes on for systemd's READY=1 and the log line.
@@ -209,6 +215,7 @@ struct MountCommand: ParsableCommand {
             ready.fail("\(mountPoint): the FUSE session \(why); see \(storePath)/daemon.log")
             // Order: no more requests, then no more changes, then no more notifications,
             // and only then may the session go.
+            expiry.stop()
             control.stop()
             watcher.stop()
             notifier?.stop()

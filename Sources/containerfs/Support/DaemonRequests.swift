@@ -16,6 +16,8 @@ struct DaemonRequests: Sendable {
     let ring: RingTransport?
     /// For `status`: start time, options, versions, counts.
     let about: DaemonAbout
+    /// Removes snapshots at their expiry time while mounted (docs/DESIGN.md 56).
+    var expiry: SnapshotExpiry? = nil
 
     func handle(_ request: ControlRequest, _ connection: ControlConnection) -> ControlResponse {
         let caller = connection.caller
@@ -101,8 +103,13 @@ struct DaemonRequests: Sendable {
                     guard let seconds = Int64(raw), seconds >= 0 else { throw FileManagerError.invalidArgument("expires: \(raw): seconds, 0 or more") }
                     expires = seconds
                 }
-                let done = try Snapshots(store: volume.store, hooks: changeHooks(caller))
-                    .publish(source.string, name: request.args["name"], expiresAfter: expires, caller: caller, top: mountPoint)
+                // Under a coordinated read of the whole source (docs/DESIGN.md 57): its presenters
+                // save first, and its writers wait only while the publish runs.
+                let done = try coordination.coordinatingSubtreeRead(source, caller: caller) {
+                    try Snapshots(store: volume.store, hooks: changeHooks(caller))
+                        .publish(source.string, name: request.args["name"], expiresAfter: expires, caller: caller, top: mountPoint)
+                }
+                if expires != nil { expiry?.rearm() }
                 let published = mountPoint.appending("snapshots").appending(done.record.name)
                 return ControlResponse(id: request.id, ok: true, result: ["path": published.string, "name": done.record.name],
                                        warnings: done.warnings.isEmpty ? nil : done.warnings)
@@ -112,6 +119,7 @@ struct DaemonRequests: Sendable {
             case "snapshot.remove":
                 guard let name = request.args["name"] else { throw FileManagerError.invalidArgument("name: missing") }
                 try Snapshots(store: volume.store, hooks: changeHooks(caller)).remove(name, caller: caller)
+                expiry?.rearm()
                 return ControlResponse(id: request.id, ok: true)
             case "inbox.deliver":
                 let id = try Self.identifier(request.args["id"])
@@ -239,7 +247,7 @@ struct DaemonRequests: Sendable {
     /// coordinated write by the caller's process, expected as the daemon's own by the store
     /// watcher, dropped from the kernel's caches, announced to presenters; open items are
     /// those the kernel holds open handles on.
-    private func changeHooks(_ caller: Caller) -> StoreChangeHooks {
+    func changeHooks(_ caller: Caller) -> StoreChangeHooks {
         let volume = volume, coordination = coordination
         return StoreChangeHooks(
             entry: { change, body in
