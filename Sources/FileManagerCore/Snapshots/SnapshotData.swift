@@ -50,9 +50,11 @@ public final class SnapshotData: @unchecked Sendable {
     /// Whether any snapshot may hold data here: else a snapshot entry's open looks no
     /// further than its own file.
     public var holdsData: Bool { anyData.load(ordering: .acquiring) }
-    /// Set by the volume: whether the mount has the live inode open for writing or is
-    /// changing it right now. A file found so when published is copied at once.
-    public let writersProbe = Mutex<(@Sendable (UInt64) -> Bool)?>(nil)
+    /// Set by the volume: whether the mount has a live inode open for writing or is changing
+    /// it right now. A file found so when published is copied at once. (An object, not a
+    /// closure: a closure read out of a `Mutex` by `withLock` is written back wrapped in
+    /// reabstraction thunks, one more layer per read.)
+    public let writers = Mutex<(any SnapshotWriters)?>(nil)
 
     init(rootFD: CInt) {
         self.rootFD = rootFD
@@ -111,7 +113,7 @@ public final class SnapshotData: @unchecked Sendable {
                 return true
             }
         }
-        if linked, let probe = writersProbe.withLock({ $0 }), probe(inode) {
+        if linked, writers.withLock({ $0?.isWriting(inode) ?? false }) {
             try breakSharing(inode, live: live)
         }
         return linked
@@ -279,4 +281,9 @@ public final class SnapshotData: @unchecked Sendable {
         if let linked { return linked }
         return try Syscall.reopen(placeholder, O_RDONLY | O_CLOEXEC)
     }
+}
+
+/// Who may be writing live files: the mount (`ItemTable`).
+public protocol SnapshotWriters: AnyObject, Sendable {
+    func isWriting(_ inode: UInt64) -> Bool
 }

@@ -128,3 +128,13 @@ public final class ItemTable: Sendable {
     /// How many items are held: for tests and statistics.
     public var count: Int { shards.reduce(0) { n, s in n + s.withLock { $0.count } } }
 }
+
+extension ItemTable: SnapshotWriters {
+    /// Whether the mount has the file open for writing, or is opening, truncating or
+    /// otherwise changing it (`Volume.keepSnapshotsFrozen`).
+    public func isWriting(_ inode: UInt64) -> Bool {
+        guard let item = item(inode) else { return false }
+        return item.writableOpensStarting.load(ordering: .sequentiallyConsistent) > 0
+            || item.ownChangesUnderWay.load(ordering: .sequentiallyConsistent) > 0
+    }
+}

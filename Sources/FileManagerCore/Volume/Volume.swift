@@ -51,16 +51,10 @@ public final class Volume: Sendable {
         items.insertPermanent(root)
         // An outside removal of a name the daemon was failing to remove (`rmdir` racing
         // `rmdir`) was taken for the echo and the kernel kept the name: it is told now.
-        ownChanges.mistakenEcho.withLock { $0 = { [weak self] parent, name in self?.announceEntryChange(parent: parent, name: name) } }
+        ownChanges.mistakenEcho.withLock { $0 = OwnChanges.MistakenEcho { [weak self] parent, name in self?.announceEntryChange(parent: parent, name: name) } }
         store.snapshotData.load()
         // A publish links no file the mount is writing (`keepSnapshotsFrozen`).
-        store.snapshotData.writersProbe.withLock { [items] probe in
-            probe = { inode in
-                guard let item = items.item(inode) else { return false }
-                return item.writableOpensStarting.load(ordering: .sequentiallyConsistent) > 0
-                    || item.ownChangesUnderWay.load(ordering: .sequentiallyConsistent) > 0
-            }
-        }
+        store.snapshotData.writers.withLock { [items] in $0 = items }
     }
 
     /// Registers an observer of changes the volume makes (kernel invalidation, presenters).

@@ -536,7 +536,13 @@ public final class OwnChanges: Sendable {
 
     /// Told of each name an outside change may have been taken for a failed change's echo
     /// (`withdrawEntry`); set by the volume, which tells the kernel.
-    let mistakenEcho = Mutex<(@Sendable (_ directory: UInt64, _ name: FilePath.Component) -> Void)?>(nil)
+    let mistakenEcho = Mutex<MistakenEcho?>(nil)
+    /// In a box: a closure read out of a `Mutex` by `withLock` is written back wrapped in
+    /// reabstraction thunks, one more layer per read.
+    final class MistakenEcho: Sendable {
+        let tell: @Sendable (_ directory: UInt64, _ name: FilePath.Component) -> Void
+        init(_ tell: @escaping @Sendable (_ directory: UInt64, _ name: FilePath.Component) -> Void) { self.tell = tell }
+    }
 
     /// `e` with one expected echo taken; nil when none is left.
     private static func takingOne(_ e: EntryExpectation) -> EntryExpectation? {
@@ -562,7 +568,7 @@ public final class OwnChanges: Sendable {
             entryChanged(directory, name, bounded: echoUncertain)
             return result
         } catch {
-            if let mistaken = withdrawEntry(directory, name), let tell = mistakenEcho.withLock({ $0 }) { tell(directory, mistaken) }
+            if let mistaken = withdrawEntry(directory, name), let echo = mistakenEcho.withLock({ $0 }) { echo.tell(directory, mistaken) }
             throw error
         }
     }

@@ -30,7 +30,9 @@ cat >"$TEST_TMP/check.py" <<'PYEOF'
 import hashlib, os, sqlite3, stat, sys
 store, source, files, nbytes, listed = sys.argv[1:6]
 
-def tree(top):
+def tree(top, data=None):
+    # data: the snapshot's .snapshot-data/NAME/, where the data of a file whose own is
+    # linked from the live file is (docs/DESIGN.md 58), under the file's inode number.
     out = []
     for root, dirs, names in os.walk(top):
         dirs.sort()
@@ -43,7 +45,8 @@ def tree(top):
             elif stat.S_ISDIR(st.st_mode):
                 out.append((rel, "d", oct(st.st_mode & 0o7777)))
             else:
-                with open(p, "rb") as h:
+                linked = os.path.join(data, str(st.st_ino)) if data else None
+                with open(linked if linked and os.path.exists(linked) else p, "rb") as h:
                     digest = hashlib.sha256(h.read()).hexdigest()
                 out.append((rel, "f", oct(st.st_mode & 0o7777), st.st_size, digest))
     return out
@@ -64,11 +67,15 @@ for name, (state, f, b) in sorted(rows.items()):
 for name in sorted(dirs):
     if name not in rows:
         bad.append("%s: in snapshots/ without a row" % name)
-    got = tree(os.path.join(snapdir, name))
+    got = tree(os.path.join(snapdir, name), os.path.join(store, ".snapshot-data", name))
     if got != want:
         missing = [e[0] for e in want if e not in got][:3]
         extra = [e[0] for e in got if e not in want][:3]
         bad.append("%s: not whole: %d entries of %d; missing or different %s, unexpected %s" % (name, len(got), len(want), missing, extra))
+data = os.path.join(store, ".snapshot-data")
+for name in sorted(os.listdir(data) if os.path.isdir(data) else []):
+    if name not in rows:
+        bad.append("%s: data in .snapshot-data/ without a row" % name)
 staging = os.listdir(os.path.join(store, ".staging"))
 if staging:
     bad.append(".staging/ not empty: %s" % sorted(staging)[:5])
