@@ -47,6 +47,7 @@ public final class MetadataDatabase: @unchecked Sendable {
             """)
         try execute(TrashJournal.schema)
         try execute(Snapshots.schema)
+        try execute(Snapshots.manifestSchema)
         try execute("PRAGMA user_version=1")
     }
 
