@@ -12,7 +12,7 @@ struct SnapshotCommand: ParsableCommand {
         commandName: "snapshot",
         abstract: "Publish, list and remove read-only snapshots of containers.",
         discussion: "Snapshots leave out the bundle, tmp/, Library/Caches/ and items marked with `containerfs exclude`. Everything under snapshots/ is read-only, for root too.",
-        subcommands: [Publish.self, List.self, Remove.self, Export.self]
+        subcommands: [Publish.self, List.self, Remove.self, Export.self, Import.self, Diff.self, Verify.self]
     )
 
     /// Where a snapshot command acts, and where its snapshots are seen.
@@ -21,7 +21,8 @@ struct SnapshotCommand: ParsableCommand {
         switch target {
         case .daemon(let client, _): return try client.call("snapshot.list").checked().items ?? []
         case .direct(let store, _):
-            return Snapshots(store: store).list().map { SnapshotListing.dictionary($0, under: store.path) }
+            let snapshots = Snapshots(store: store)
+            return snapshots.list().map { SnapshotListing.dictionary($0, under: store.path, damaged: snapshots.isDamaged($0.name)) }
         }
     }
 
@@ -68,7 +69,7 @@ struct SnapshotCommand: ParsableCommand {
     struct List: ParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "List published snapshots.",
-            discussion: "Text: one a line, tab-separated NAME, SOURCE, CREATED, EXPIRES (or -), FILES, BYTES. Expired snapshots are removed first.")
+            discussion: "Text: one a line, tab-separated NAME, SOURCE, CREATED, EXPIRES (or -), FILES, BYTES, intact or damaged (as `snapshot verify` finds). Expired snapshots are removed first.")
         @OptionGroup var store: StoreOption
         @Flag(help: "One JSON array.") var json = false
 
@@ -77,11 +78,12 @@ struct SnapshotCommand: ParsableCommand {
                 store.sayWhichStoreIfAmbiguous()
                 let items = try SnapshotCommand.list(StoreTarget.of(store.path))
                 if json {
-                    try JSONListing.print(items, numbers: ["files", "bytes"], nulls: ["expires"])
+                    try JSONListing.print(items, numbers: ["files", "bytes"], nulls: ["expires"], booleans: ["damaged"])
                     return
                 }
                 for row in items {
-                    let fields = [row["name"], row["source"], row["created"], row["expires"] ?? "-", row["files"], row["bytes"]]
+                    let fields = [row["name"], row["source"], row["created"], row["expires"] ?? "-", row["files"], row["bytes"],
+                                  row["damaged"] == "true" ? "damaged" : "intact"]
                     FileHandleOutput.standardOutput(fields.map { $0 ?? "" }.joined(separator: "\t") + "\n")
                 }
             }
@@ -163,9 +165,10 @@ extension SnapshotCommand {
 
 /// A snapshot as `snapshot.list` answers it.
 enum SnapshotListing {
-    static func dictionary(_ r: SnapshotRecord, under top: FilePath) -> [String: String] {
+    static func dictionary(_ r: SnapshotRecord, under top: FilePath, damaged: Bool = false) -> [String: String] {
         var d = ["name": r.name, "source": r.source, "created": ContainerListing.iso8601(r.created),
-                 "files": "\(r.files)", "bytes": "\(r.bytes)", "path": top.appending("snapshots").appending(r.name).string]
+                 "files": "\(r.files)", "bytes": "\(r.bytes)", "path": top.appending("snapshots").appending(r.name).string,
+                 "damaged": damaged ? "true" : "false"]
         if let expires = r.expires { d["expires"] = ContainerListing.iso8601(expires) }
         return d
     }
