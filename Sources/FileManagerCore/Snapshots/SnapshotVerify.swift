@@ -132,7 +132,7 @@ extension Snapshots {
         public var changes: [String]
     }
 
-    /// Compares each published snapshot (or only `name`) with its manifest.
+    /// Compares each published snapshot (or only `name`) with its manifest; in name order.
     public func verify(_ name: String? = nil) throws(FileManagerError) -> [Verification] {
         var records = records(state: "published")
         if let name {
@@ -140,7 +140,7 @@ extension Snapshots {
             records = records.filter { $0.name == name }
             if records.isEmpty { throw .noSuchItem("snapshots/\(name)") }
         }
-        return records.map { verification($0.name) }
+        return records.map(\.name).sorted().map(verification)
     }
 
     /// Whether `name` no longer matches its manifest (false when it has none).
