@@ -10,9 +10,11 @@ import SystemPackage
 /// hard links of one file are one file and links to it, as GNU tar writes them.
 public enum SnapshotArchive {
     /// Writes the directory `name` of `dir` (never following links) to `output` as a pax
-    /// archive whose members start with `name/`. Returns the number of members.
+    /// archive whose members start with `name/`. Returns the number of members. `progress`
+    /// hears the file bytes written so far, after each member.
     @discardableResult
-    public static func export(_ dir: CInt, _ name: String, to output: CInt, display: String) throws(FileManagerError) -> Int {
+    public static func export(_ dir: CInt, _ name: String, to output: CInt, display: String,
+                              progress: ((_ bytes: Int64) -> Void)? = nil) throws(FileManagerError) -> Int {
         guard let archive = archive_write_new() else { throw .system(.noMemory, display) }
         defer { archive_write_free(archive) }
         guard archive_write_set_format_pax_restricted(archive) == ARCHIVE_OK,
@@ -28,6 +30,7 @@ public enum SnapshotArchive {
         }
         defer { Syscall.close(top) }
         var writer = Writer(archive: archive, display: display)
+        writer.progress = progress
         try writer.add(top, path: Array(name.utf8))
         guard archive_write_close(archive) == ARCHIVE_OK else { throw .system(.ioError, "\(display): \(message(archive))") }
         return writer.members
@@ -41,6 +44,8 @@ public enum SnapshotArchive {
         let archive: OpaquePointer
         let display: String
         var members = 0
+        var bytes: Int64 = 0
+        var progress: ((Int64) -> Void)?
         /// The first path of each file with several links.
         var firstPaths: [FileIdentity: [UInt8]] = [:]
 
@@ -98,7 +103,11 @@ public enum SnapshotArchive {
                 throw .system(.ioError, "\(shown): \(SnapshotArchive.message(archive))")
             }
             members += 1
-            if data >= 0 { try copyData(data, size: Int64(st.st_size), shown) }
+            if data >= 0 {
+                try copyData(data, size: Int64(st.st_size), shown)
+                bytes += Int64(st.st_size)
+            }
+            progress?(bytes)
             guard type == S_IFDIR else { return }
             let names: [FilePath.Component]
             do { names = try DirectoryStream.open(fd).allNames() } catch { throw FileManagerError(error, path: shown) }

@@ -132,7 +132,8 @@ extension SnapshotCommand {
                 store.sayWhichStoreIfAmbiguous()
                 let top: FilePath
                 var lock: StoreLock?
-                switch try StoreTarget.of(store.path, exclusive: false) {
+                let target = try StoreTarget.of(store.path, exclusive: false)
+                switch target {
                 case .daemon(_, let mounted): top = mounted
                 case .direct(let opened, let held): (top, lock) = (opened.path, held)
                 }
@@ -147,8 +148,12 @@ extension SnapshotCommand {
                 let toStandardOutput = output == "-"
                 let fd = toStandardOutput ? 1 : open(Paths.absolute(output).string, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
                 guard fd >= 0 else { throw CommandFailure("\(Paths.absolute(output)): \(String(cString: strerror(errno)))") }
+                // Progress against the bytes the snapshot was published with (on a terminal only).
+                let progress = SnapshotProgress(verb: "exporting", enabled: isatty(2) == 1)
+                let total = progress.enabled ? (try? SnapshotCommand.list(target))?.first { $0["name"] == name }.flatMap { Int64($0["bytes"] ?? "") } : nil
+                defer { progress.end() }
                 do {
-                    try SnapshotArchive.export(dir, name, to: fd, display: shown)
+                    try SnapshotArchive.export(dir, name, to: fd, display: shown) { done in progress.show(done, total) }
                 } catch {
                     if !toStandardOutput {
                         close(fd)

@@ -55,7 +55,8 @@ extension SnapshotCommand {
                     var fd: CInt = 0
                     if !fromStandardInput {
                         fd = open(label, O_RDONLY | O_CLOEXEC | O_NOCTTY)
-                        guard fd >= 0 else { throw CommandFailure("\(label): \(String(cString: strerror(errno)))") }
+                        // Worded as the daemon words it: one message either way.
+                        guard fd >= 0 else { throw FileManagerError(Errno(rawValue: errno), path: label) }
                     }
                     defer { if fd > 0 { close(fd) } }
                     var st = stat()

@@ -71,6 +71,12 @@ _assert_output "$M/snapshots/F" containerfs snapshot import "$TEST_TMP/flat.tar"
 _assert_output "a.txt
 sub" ls "$M/snapshots/F"
 
+# MARK: progress on a terminal only (the exact outputs above show none when piped)
+_require_cmd script
+_assert_output "1" sh -c "script -qec \"containerfs snapshot import '$TEST_TMP/a.tar' --name T --store '$S'\" /dev/null | grep -c 'importing: .* MiB'"
+_assert_output "1" sh -c "script -qec \"containerfs snapshot export T -o '$TEST_TMP/t.tar' --store '$S'\" /dev/null | grep -c 'exporting: .* MiB'"
+_assert_ok containerfs snapshot remove T --store "$S"
+
 # MARK: names: from the archive's top directory by default; never over a snapshot
 _assert_exit 1 containerfs snapshot import "$TEST_TMP/b.tar" --store "$S"
 _assert_eq "containerfs: $M/snapshots/B: an item with that name already exists" "$_OUT" "taken name"
