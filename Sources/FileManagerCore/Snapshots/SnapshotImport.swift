@@ -1,4 +1,5 @@
 import CArchive
+import CLinux
 import Glibc
 import SystemPackage
 
@@ -431,10 +432,7 @@ extension SnapshotArchive {
             if geteuid() == 0 { _ = try Syscall.check { fchown(fd, a.uid, a.gid) } }
             _ = try Syscall.check { fchmod(fd, a.mode) }
             for (name, value) in a.xattrs {
-                let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: max(value.count, 1), alignment: 1)
-                defer { buffer.deallocate() }
-                buffer.copyBytes(from: value)
-                try Syscall.setxattr(pathDescriptor: fd, name, UnsafeRawBufferPointer(rebasing: buffer[0..<value.count]), 0)
+                _ = try Syscall.check { value.withUnsafeBytes { v in clinux_fsetxattr(fd, name, v.baseAddress, v.count, 0) } }
             }
             var times = (timespec(tv_sec: 0, tv_nsec: Int(UTIME_OMIT)), a.mtime)
             _ = try withUnsafePointer(to: &times) { p throws(Errno) in
