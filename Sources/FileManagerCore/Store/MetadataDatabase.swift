@@ -48,7 +48,11 @@ public final class MetadataDatabase: @unchecked Sendable {
         try execute(TrashJournal.schema)
         try execute(Snapshots.schema)
         try execute(Snapshots.manifestSchema)
-        try execute("PRAGMA user_version=1")
+        // Written only when it changes: a write at every open made every command that only
+        // reads the store (list, export) pay a WAL commit and a checkpoint at close.
+        if try execute("PRAGMA user_version").first?.first != .int(1) {
+            try execute("PRAGMA user_version=1")
+        }
     }
 
     /// A value bound to a statement parameter or read from a row.
