@@ -113,7 +113,10 @@ public enum SnapshotArchive {
             default:
                 archive_entry_set_size(entry, 0)
             }
-            guard archive_write_header(archive, entry) == ARCHIVE_OK else {
+            // WARN: a name this process's locale cannot spell in UTF-8 (any byte above 0x7F
+            // in the C locale) is written as its bytes with `hdrcharset=BINARY`, as wanted.
+            let written = archive_write_header(archive, entry)
+            guard written == ARCHIVE_OK || written == ARCHIVE_WARN else {
                 throw .system(.ioError, "\(shown(path)): \(SnapshotArchive.message(archive))")
             }
             members += 1

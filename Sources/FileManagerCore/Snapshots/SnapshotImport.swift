@@ -166,8 +166,8 @@ extension SnapshotArchive {
             return Extracted(top: top, totals: totals)
         }
 
-        /// The member's name as bytes (raw in the archive, or its UTF-8 form from a pax
-        /// header when this process's locale cannot spell it).
+        /// A name as bytes: as the archive holds them (raw, or `hdrcharset=BINARY`), else its
+        /// UTF-8 form from a pax header.
         static func bytes(_ c: UnsafePointer<CChar>?) -> [UInt8]? {
             guard let c else { return nil }
             return Array(UnsafeRawBufferPointer(start: c, count: strlen(c)))
@@ -224,14 +224,14 @@ extension SnapshotArchive {
         }
 
         mutating func add(_ entry: OpaquePointer, _ archive: OpaquePointer) throws(FileManagerError) {
-            guard let raw = Self.bytes(archive_entry_pathname_utf8(entry)) ?? Self.bytes(archive_entry_pathname(entry)) else {
+            guard let raw = Self.bytes(archive_entry_pathname(entry)) ?? Self.bytes(archive_entry_pathname_utf8(entry)) else {
                 throw refuse(previous.map { "the member after \($0)" } ?? "the first member", "a member without a name")
             }
             let member = Bytes.display(raw)
             previous = member
             let parts = try components(raw, member: member, what: "path")
             let path = Self.join(parts)
-            let hardlink = Self.bytes(archive_entry_hardlink_utf8(entry)) ?? Self.bytes(archive_entry_hardlink(entry))
+            let hardlink = Self.bytes(archive_entry_hardlink(entry)) ?? Self.bytes(archive_entry_hardlink_utf8(entry))
             let type = hardlink != nil ? S_IFREG : archive_entry_filetype(entry)
             switch type {
             case S_IFREG, S_IFDIR, S_IFLNK: break
@@ -286,7 +286,7 @@ extension SnapshotArchive {
                 nodes[path] = .directory(explicit: true)
                 setDirectory(path, attrs)
             case S_IFLNK:
-                guard let target = Self.bytes(archive_entry_symlink_utf8(entry)) ?? Self.bytes(archive_entry_symlink(entry)),
+                guard let target = Self.bytes(archive_entry_symlink(entry)) ?? Self.bytes(archive_entry_symlink_utf8(entry)),
                       !target.isEmpty else {
                     throw refuse(member, "a symbolic link without a target")
                 }

@@ -77,6 +77,19 @@ _assert_output "1" sh -c "script -qec \"containerfs snapshot import '$TEST_TMP/a
 _assert_output "1" sh -c "script -qec \"containerfs snapshot export T -o '$TEST_TMP/t.tar' --store '$S'\" /dev/null | grep -c 'exporting: .* MiB'"
 _assert_ok containerfs snapshot remove T --store "$S"
 
+# MARK: names that are not UTF-8 (pax hdrcharset=BINARY) and UTF-8 ones come back as bytes
+printf 'e\n' >"$D/$(printf 'caf\xe9')" && printf 'n\n' >"$D/$(printf 'na\xc3\xafve')"
+_assert_output "$M/snapshots/N" containerfs snapshot publish "$C" --name N
+_assert_ok containerfs snapshot export N -o "$TEST_TMP/n.tar" --store "$S"
+_assert_ok containerfs snapshot remove N --store "$S"
+_assert_output "$M/snapshots/N" containerfs snapshot import "$TEST_TMP/n.tar" --store "$S"
+_assert_output "e" cat "$M/snapshots/N/Documents/$(printf 'caf\xe9')"
+_assert_output "n" cat "$M/snapshots/N/Documents/$(printf 'na\xc3\xafve')"
+_assert_ok containerfs snapshot export N -o "$TEST_TMP/n2.tar" --store "$S"
+_assert_ok cmp "$TEST_TMP/n.tar" "$TEST_TMP/n2.tar"
+_assert_ok containerfs snapshot remove N --store "$S"
+rm "$D/$(printf 'caf\xe9')" "$D/$(printf 'na\xc3\xafve')"
+
 # MARK: names: from the archive's top directory by default; never over a snapshot
 _assert_exit 1 containerfs snapshot import "$TEST_TMP/b.tar" --store "$S"
 _assert_eq "containerfs: $M/snapshots/B: an item with that name already exists" "$_OUT" "taken name"
