@@ -155,6 +155,8 @@ extension SnapshotArchive {
                 throw refuse(previous.map { "the end after \($0)" } ?? "the first member",
                              "a truncated archive (no end-of-archive blocks)")
             }
+            // An empty snapshot is more likely a wrong file (/dev/zero, a blank tape) than a wish.
+            if totals.members == 0 { throw .invalidArgument("\(label): refused, an archive without members") }
             try checkLinks()
             let top = singleTop()
             if top == nil, nodes[[]] == nil {

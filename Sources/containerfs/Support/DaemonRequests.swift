@@ -121,15 +121,19 @@ struct DaemonRequests: Sendable {
                 do {
                     input = try Credentials.withAccessChecks { () throws(Errno) -> CInt in
                         try Credentials.asCaller(caller) { () throws(Errno) -> CInt in
-                            try FilePath(file).withName { p throws(Errno) in try Syscall.open(p, O_RDONLY | O_NOCTTY | O_CLOEXEC) }
+                            // O_NONBLOCK: a FIFO must not hold a daemon thread until someone writes.
+                            try FilePath(file).withName { p throws(Errno) in try Syscall.open(p, O_RDONLY | O_NOCTTY | O_NONBLOCK | O_CLOEXEC) }
                         }
                     }
                 } catch {
                     throw FileManagerError(error, path: file)
                 }
                 defer { Syscall.close(input) }
+                guard let st = try? Syscall.fstat(input), st.st_mode & S_IFMT == S_IFREG else {
+                    throw FileManagerError.invalidArgument("\(request.args["label"] ?? file): not a regular file (the daemon reads archives from files; the CLI copies standard input into one)")
+                }
                 let label = request.args["label"] ?? file
-                let total = (try? Syscall.fstat(input)).flatMap { $0.st_mode & S_IFMT == S_IFREG ? Int64($0.st_size) : nil }
+                let total: Int64? = Int64(st.st_size)
                 var last = Int64(-1)
                 let record = try Snapshots(store: volume.store, hooks: changeHooks(caller))
                     .importArchive(input, label: label, name: request.args["name"], caller: caller, top: mountPoint) { done in

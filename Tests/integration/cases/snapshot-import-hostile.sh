@@ -82,6 +82,10 @@ check_all() {
 
 # MARK: through the daemon
 check_all
+_assert_exit 1 containerfs snapshot import /dev/null --name bad --store "$S"
+_assert_eq "containerfs: /dev/null: not a regular file (the daemon reads archives from files; the CLI copies standard input into one): invalid argument" "$_OUT" "a device as the archive"
+_assert_exit 1 sh -c "head -c 10240 /dev/zero | containerfs snapshot import - --name bad --store '$S'"
+_assert_eq "containerfs: -: refused, an archive without members: invalid argument" "$_OUT" "an empty archive"
 _assert_exit 1 sh -c "containerfs snapshot import - --name bad --store '$S' <'$H/truncated.tar'"
 _assert_eq "containerfs: -: x/a: refused, a damaged or truncated archive (Truncated tar archive): invalid argument" "$_OUT" "truncated on standard input"
 _assert_output "ok" ls "$M/snapshots"
