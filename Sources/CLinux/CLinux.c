@@ -75,6 +75,10 @@ ssize_t clinux_listxattr(const char *path, char *list, size_t size) { return lis
 int clinux_setxattr(const char *path, const char *name, const void *value, size_t size, int flags)
 { return setxattr(path, name, value, size, flags); }
 int clinux_removexattr(const char *path, const char *name) { return removexattr(path, name); }
+ssize_t clinux_flistxattr(int fd, char *list, size_t size) { return flistxattr(fd, list, size); }
+ssize_t clinux_fgetxattr(int fd, const char *name, void *value, size_t size) { return fgetxattr(fd, name, value, size); }
+int clinux_fsetxattr(int fd, const char *name, const void *value, size_t size, int flags)
+{ return fsetxattr(fd, name, value, size, flags); }
 int clinux_utimensat_empty_path(int fd, const void *times) { return utimensat(fd, "", (const struct timespec *)times, AT_EMPTY_PATH); }
 int clinux_fchownat_empty_path(int fd, uid_t uid, gid_t gid) { return fchownat(fd, "", uid, gid, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW); }
 

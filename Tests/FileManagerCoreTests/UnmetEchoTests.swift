@@ -85,7 +85,7 @@ struct UnmetEchoTests {
         let own = OwnChanges()
         own.enabled.store(true, ordering: .relaxed)
         let told = Mutex<[String]>([])
-        own.mistakenEcho.withLock { $0 = { _, name in told.withLock { $0.append("\(name)") } } }
+        own.mistakenEcho.withLock { $0 = OwnChanges.MistakenEcho { _, name in told.withLock { $0.append("\(name)") } } }
         let failed = "d".withCString { d in
             Result { () throws(Errno) in
                 try own.expectingEntry(7, d, removing: true) { () throws(Errno) in

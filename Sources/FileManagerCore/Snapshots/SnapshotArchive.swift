@@ -1,4 +1,5 @@
 import CArchive
+import CLinux
 import Glibc
 import SystemPackage
 
@@ -10,27 +11,28 @@ import SystemPackage
 /// hard links of one file are one file and links to it, as GNU tar writes them.
 public enum SnapshotArchive {
     /// Writes the directory `name` of `dir` (never following links) to `output` as a pax
-    /// archive whose members start with `name/`. Returns the number of members.
+    /// archive whose members start with `name/`. Returns the number of members. `progress`
+    /// hears the file bytes written so far, after each member. `store`: the store the
+    /// snapshot is read in, where a file's data may be linked (`SnapshotData`); nil when it
+    /// is read through the mount.
     @discardableResult
-    /// `store`: the store the snapshot is read in, whose linked data (`SnapshotData`) a
-    /// file's data may be; nil when it is read through the mount.
-    public static func export(_ dir: CInt, _ name: String, to output: CInt, display: String, store: Store? = nil) throws(FileManagerError) -> Int {
+    public static func export(_ dir: CInt, _ name: String, to output: CInt, display: String, store: Store? = nil,
+                              progress: ((_ bytes: Int64) -> Void)? = nil) throws(FileManagerError) -> Int {
         guard let archive = archive_write_new() else { throw .system(.noMemory, display) }
         defer { archive_write_free(archive) }
         guard archive_write_set_format_pax_restricted(archive) == ARCHIVE_OK,
               archive_write_set_bytes_in_last_block(archive, 1) == ARCHIVE_OK,
+              // Fewer, larger writes; the bytes are the same (the last block is not padded).
+              archive_write_set_bytes_per_block(archive, 1 << 16) == ARCHIVE_OK,
               // SCHILY.xattr.* only, the keywords GNU tar reads (LIBARCHIVE.xattr.* it warns of).
               archive_write_set_format_option(archive, "pax", "xattrheader", "SCHILY") == ARCHIVE_OK,
               archive_write_open_fd(archive, output) == ARCHIVE_OK else {
             throw .system(.ioError, "\(display): \(message(archive))")
         }
-        let top: CInt
-        do { top = try Syscall.openat(dir, name, O_PATH | O_NOFOLLOW | O_CLOEXEC) } catch {
-            throw FileManagerError(error, path: display)
-        }
-        defer { Syscall.close(top) }
         var writer = Writer(archive: archive, display: display, snapshot: name, data: store?.snapshotData)
-        try writer.add(top, path: Array(name.utf8))
+        defer { writer.buffer.deallocate() }
+        writer.progress = progress
+        try writer.add(dir, Array(name.utf8), path: Array(name.utf8))
         guard archive_write_close(archive) == ARCHIVE_OK else { throw .system(.ioError, "\(display): \(message(archive))") }
         return writer.members
     }
@@ -43,9 +45,13 @@ public enum SnapshotArchive {
         let archive: OpaquePointer
         let display: String
         var members = 0
+        var bytes: Int64 = 0
+        var progress: ((Int64) -> Void)?
         /// The first path of each file with several links.
         var firstPaths: [FileIdentity: [UInt8]] = [:]
 
+        /// One buffer for every file's data.
+        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 1 << 20, alignment: 4096)
         /// The snapshot's name and, read in the store, where linked file data lives.
         let snapshot: String
         let data: SnapshotData?
@@ -57,14 +63,28 @@ public enum SnapshotArchive {
             self.display = display
         }
 
-        /// The item behind `fd` (an `O_PATH` descriptor) as `path`, and below it.
-        mutating func add(_ fd: CInt, path: [UInt8]) throws(FileManagerError) {
-            let shown = display + Bytes.display(Array(path.drop(while: { $0 != 0x2F })))
-            let st: stat
-            do { st = try Syscall.fstat(fd) } catch { throw FileManagerError(error, path: shown) }
+        /// `path` as errors show it: under `display`.
+        func shown(_ path: [UInt8]) -> String { display + Bytes.display(Array(path.drop(while: { $0 != 0x2F }))) }
+
+        /// The item `name` of `dir` (never following a link) as `path`, and below it. Files
+        /// and directories are opened once, for reading: their attributes, data and entries
+        /// come from that one descriptor (thousands of small files: every call counts).
+        mutating func add(_ dir: CInt, _ name: [UInt8], path: [UInt8]) throws(FileManagerError) {
+            var st = stat()
+            guard withCName(name, { fstatat(dir, $0, &st, AT_SYMLINK_NOFOLLOW) }) == 0 else {
+                throw FileManagerError(Errno(rawValue: errno), path: shown(path))
+            }
             let type = st.st_mode & S_IFMT
             guard type == S_IFREG || type == S_IFDIR || type == S_IFLNK else { return }
-            guard let entry = archive_entry_new() else { throw .system(.noMemory, shown) }
+            var fd: CInt = -1
+            defer { if fd >= 0 { Syscall.close(fd) } }
+            if type != S_IFLNK {
+                let flags = type == S_IFDIR ? O_RDONLY | O_DIRECTORY : O_RDONLY | O_NONBLOCK | O_NOCTTY
+                fd = withCName(name) { openat(dir, $0, flags | O_NOFOLLOW | O_CLOEXEC) }
+                guard fd >= 0, fstat(fd, &st) == 0 else { throw FileManagerError(Errno(rawValue: errno), path: shown(path)) }
+                guard st.st_mode & S_IFMT == type else { throw .system(.ioError, "\(shown(path)): replaced while it was archived") }
+            }
+            guard let entry = archive_entry_new() else { throw .system(.noMemory, shown(path)) }
             defer { archive_entry_free(entry) }
             var member = path
             if type == S_IFDIR { member.append(0x2F) }
@@ -73,20 +93,18 @@ public enum SnapshotArchive {
             archive_entry_set_uid(entry, la_int64_t(st.st_uid))
             archive_entry_set_gid(entry, la_int64_t(st.st_gid))
             archive_entry_set_mtime(entry, time_t(st.st_mtim.tv_sec), Int(st.st_mtim.tv_nsec))
-            if type != S_IFLNK {
-                let prefix = Array("user.".utf8)
-                for xname in ExtendedAttributes.names(fd) {
-                    let bytes = xname.dropLast().map { UInt8(bitPattern: $0) }
-                    guard bytes.starts(with: prefix), let value = ExtendedAttributes.value(fd, xname) else { continue }
-                    value.withUnsafeBytes { v in archive_entry_xattr_add_entry(entry, xname, v.baseAddress, v.count) }
-                }
-            }
-            var data: CInt = -1
-            defer { if data >= 0 { Syscall.close(data) } }
+            if fd >= 0 { addUserAttributes(fd, entry) }
+            var data = false
             switch type {
             case S_IFLNK:
-                let target: [UInt8]
-                do { target = try Syscall.readlink(pathDescriptor: fd) } catch { throw FileManagerError(error, path: shown) }
+                var target = [UInt8](repeating: 0, count: Int(PATH_MAX) + 1)
+                let n = withCName(name) { p in
+                    target.withUnsafeMutableBufferPointer { b in
+                        readlinkat(dir, p, UnsafeMutableRawPointer(b.baseAddress!).assumingMemoryBound(to: CChar.self), b.count)
+                    }
+                }
+                guard n >= 0, n <= Int(PATH_MAX) else { throw FileManagerError(Errno(rawValue: n < 0 ? errno : ENAMETOOLONG), path: shown(path)) }
+                target.removeSubrange(n...)
                 withCName(target) { archive_entry_copy_symlink(entry, $0) }
                 archive_entry_set_size(entry, 0)
             case S_IFREG:
@@ -97,57 +115,87 @@ public enum SnapshotArchive {
                 } else {
                     if st.st_nlink > 1 { firstPaths[identity] = path }
                     archive_entry_set_size(entry, la_int64_t(st.st_size))
-                    do {
-                        if let linked = self.data {
-                            data = try linked.openContents(snapshot: snapshot, entry: UInt64(st.st_ino), placeholder: fd)
-                        } else {
-                            data = try Syscall.reopen(fd, O_RDONLY | O_CLOEXEC)
-                        }
-                    } catch { throw FileManagerError(error, path: shown) }
+                    data = true
                 }
             default:
                 archive_entry_set_size(entry, 0)
             }
-            guard archive_write_header(archive, entry) == ARCHIVE_OK else {
-                throw .system(.ioError, "\(shown): \(SnapshotArchive.message(archive))")
+            // WARN: a name this process's locale cannot spell in UTF-8 (any byte above 0x7F
+            // in the C locale) is written as its bytes with `hdrcharset=BINARY`, as wanted.
+            let written = archive_write_header(archive, entry)
+            guard written == ARCHIVE_OK || written == ARCHIVE_WARN else {
+                throw .system(.ioError, "\(shown(path)): \(SnapshotArchive.message(archive))")
             }
             members += 1
-            if data >= 0 { try copyData(data, size: Int64(st.st_size), shown) }
+            if data {
+                let linked = self.data?.openLinked(snapshot: snapshot, entry: UInt64(st.st_ino))
+                defer { if let linked { Syscall.close(linked) } }
+                try copyData(linked ?? fd, size: Int64(st.st_size), shown(path))
+                bytes += Int64(st.st_size)
+            }
+            progress?(bytes)
             guard type == S_IFDIR else { return }
-            let names: [FilePath.Component]
-            do { names = try DirectoryStream.open(fd).allNames() } catch { throw FileManagerError(error, path: shown) }
-            var children = names.map { c in c.withPlatformString { p in Array(UnsafeRawBufferPointer(start: p, count: strlen(p))) } }
+            guard var children = Self.names(fd) else { throw FileManagerError(Errno(rawValue: errno), path: shown(path)) }
             children.sort { $0.lexicographicallyPrecedes($1) }
             for child in children {
-                let childFD: CInt
-                do {
-                    childFD = try withCName(child) { p throws(Errno) in try Syscall.openat(fd, p, O_PATH | O_NOFOLLOW | O_CLOEXEC) }
-                } catch {
-                    throw FileManagerError(error, path: shown + "/" + Bytes.display(child))
-                }
-                defer { Syscall.close(childFD) }
                 var childPath = path
                 childPath.append(0x2F)
                 childPath.append(contentsOf: child)
-                try add(childFD, path: childPath)
+                try add(fd, child, path: childPath)
             }
+        }
+
+        /// `user.*` attributes, read from the open item.
+        func addUserAttributes(_ fd: CInt, _ entry: OpaquePointer) {
+            let size = clinux_flistxattr(fd, nil, 0)
+            guard size > 0 else { return }
+            var list = [CChar](repeating: 0, count: size)
+            let n = list.withUnsafeMutableBufferPointer { clinux_flistxattr(fd, $0.baseAddress, size) }
+            guard n > 0 else { return }
+            for xname in list[0..<n].split(separator: 0) where xname.starts(with: "user.".utf8.map { CChar(bitPattern: $0) }) {
+                let cName = Array(xname) + [0]
+                let length = clinux_fgetxattr(fd, cName, nil, 0)
+                guard length >= 0 else { continue }
+                var value = [UInt8](repeating: 0, count: max(length, 1))
+                let got = value.withUnsafeMutableBytes { clinux_fgetxattr(fd, cName, $0.baseAddress, length) }
+                guard got >= 0 else { continue }
+                value.withUnsafeBytes { v in archive_entry_xattr_add_entry(entry, cName, v.baseAddress, got) }
+            }
+        }
+
+        /// The names in the directory open as `fd` (`.` and `..` left out); nil on failure.
+        static func names(_ fd: CInt) -> [[UInt8]]? {
+            let copy = dup(fd)
+            guard copy >= 0, let stream = fdopendir(copy) else {
+                if copy >= 0 { close(copy) }
+                return nil
+            }
+            defer { closedir(stream) }
+            var result: [[UInt8]] = []
+            errno = 0
+            while let ent = readdir(stream) {
+                let name = withUnsafePointer(to: &ent.pointee.d_name) { p in
+                    p.withMemoryRebound(to: UInt8.self, capacity: 256) { Array(UnsafeBufferPointer(start: $0, count: strlen(UnsafeRawPointer($0).assumingMemoryBound(to: CChar.self)))) }
+                }
+                if name == [0x2E] || name == [0x2E, 0x2E] { continue }
+                result.append(name)
+            }
+            return errno == 0 ? result : nil
         }
 
         /// Exactly `size` bytes of the file: what it holds beyond is left out, and a file
         /// that shrank meanwhile is an error (the header promised its size).
-        func copyData(_ fd: CInt, size: Int64, _ shown: String) throws(FileManagerError) {
-            let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 1 << 20, alignment: 4096)
-            defer { buffer.deallocate() }
+        func copyData(_ fd: CInt, size: Int64, _ shown: @autoclosure () -> String) throws(FileManagerError) {
             var done: Int64 = 0
             while done < size {
                 let want = Int(min(Int64(buffer.count), size - done))
                 let n: Int
                 do { n = try Syscall.pread(fd, UnsafeMutableRawBufferPointer(rebasing: buffer[0..<want]), off_t(done)) } catch {
-                    throw FileManagerError(error, path: shown)
+                    throw FileManagerError(error, path: shown())
                 }
-                if n == 0 { throw .system(.ioError, "\(shown): the file shrank while it was archived") }
+                if n == 0 { throw .system(.ioError, "\(shown()): the file shrank while it was archived") }
                 guard archive_write_data(archive, buffer.baseAddress, n) == n else {
-                    throw .system(.ioError, "\(shown): \(SnapshotArchive.message(archive))")
+                    throw .system(.ioError, "\(shown()): \(SnapshotArchive.message(archive))")
                 }
                 done += Int64(n)
             }

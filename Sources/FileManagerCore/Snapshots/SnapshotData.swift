@@ -207,11 +207,14 @@ public final class SnapshotData: @unchecked Sendable {
             do throws(Errno) {
                 let source = try Syscall.reopen(live, O_RDONLY | O_CLOEXEC)
                 defer { Syscall.close(source) }
+                let st = try Syscall.fstat(source)
                 if clinux_ficlone(copy, source) != 0 {
-                    let size = Int(try Syscall.fstat(source).st_size)
-                    try TreeCopy.copyData(from: source, to: copy, size: size)
+                    try TreeCopy.copyData(from: source, to: copy, size: Int(st.st_size))
                 }
-                try Syscall.fsync(copy, dataOnly: true)
+                // The modification time goes with the data (`snapshot verify` compares both).
+                var times = (st.st_atim, st.st_mtim)
+                _ = withUnsafePointer(to: &times) { futimens(copy, UnsafeRawPointer($0).assumingMemoryBound(to: timespec.self)) }
+                try Syscall.fsync(copy, dataOnly: false)
             } catch {
                 _ = try? Syscall.unlinkat(firstDir, temporary, 0)
                 throw error
@@ -274,12 +277,17 @@ public final class SnapshotData: @unchecked Sendable {
     /// The data of the placeholder `entry` of `snapshot` for a reader in the store (export,
     /// diff, verify): its link if it has one, else `placeholder` reopened.
     public func openContents(snapshot: String, entry: UInt64, placeholder: CInt) throws(Errno) -> CInt {
-        let linked = state.withLock { s -> CInt? in
+        if let linked = openLinked(snapshot: snapshot, entry: entry) { return linked }
+        return try Syscall.reopen(placeholder, O_RDONLY | O_CLOEXEC)
+    }
+
+    /// The link holding the data of the placeholder `entry` of `snapshot`, opened for
+    /// reading; nil when its data is its own.
+    public func openLinked(snapshot: String, entry: UInt64) -> CInt? {
+        state.withLock { s -> CInt? in
             guard let dir = try? snapshotDirectory(&s, snapshot, create: false) else { return nil }
             return try? Syscall.openat(dir, String(entry), O_RDONLY | O_NOFOLLOW | O_CLOEXEC)
         }
-        if let linked { return linked }
-        return try Syscall.reopen(placeholder, O_RDONLY | O_CLOEXEC)
     }
 }
 

@@ -141,6 +141,7 @@ public struct Snapshots {
             deleteRow(name)
             throw error
         }
+        recordManifest(name: name)
         setState(name, "published")
         store.syncDirectory(store.snapshotsFD)
         return Published(record: record, warnings: warnings, sharing: sharing)
@@ -181,7 +182,7 @@ public struct Snapshots {
     }
 
     /// Moves the finished copy into `snapshots/` in one step, never over anything.
-    private func place(_ staged: [UInt8], as name: String) throws(FileManagerError) {
+    func place(_ staged: [UInt8], as name: String) throws(FileManagerError) {
         let path = FilePath("snapshots").appending(name)
         do throws(Errno) {
             let rename = { () throws(Errno) -> Void in
@@ -288,6 +289,7 @@ public struct Snapshots {
         for record in snapshots.records(state: "publishing") {
             settled += 1
             if (try? Syscall.fstatat(store.snapshotsFD, record.name)) != nil {
+                snapshots.recordManifest(name: record.name)
                 snapshots.setState(record.name, "published")
             } else {
                 snapshots.deleteRow(record.name)
@@ -304,12 +306,12 @@ public struct Snapshots {
 
     // MARK: - The table
 
-    private func exists(_ name: String) -> Bool {
+    func exists(_ name: String) -> Bool {
         let rows = (try? store.database.execute("SELECT 1 FROM snapshots WHERE name = ?", [.text(name)])) ?? []
         return !rows.isEmpty
     }
 
-    private func insert(_ r: SnapshotRecord, state: String) throws(FileManagerError) {
+    func insert(_ r: SnapshotRecord, state: String) throws(FileManagerError) {
         let expires: MetadataDatabase.Value = r.expires.map { .real($0) } ?? .null
         do {
             _ = try store.database.execute(
@@ -320,7 +322,7 @@ public struct Snapshots {
         }
     }
 
-    private func update(_ name: String, files: Int64, bytes: Int64) throws(FileManagerError) {
+    func update(_ name: String, files: Int64, bytes: Int64) throws(FileManagerError) {
         do {
             _ = try store.database.execute("UPDATE snapshots SET files = ?, bytes = ? WHERE name = ?", [.int(files), .int(bytes), .text(name)])
         } catch {
@@ -328,12 +330,13 @@ public struct Snapshots {
         }
     }
 
-    private func setState(_ name: String, _ state: String) {
+    func setState(_ name: String, _ state: String) {
         _ = try? store.database.execute("UPDATE snapshots SET state = ? WHERE name = ?", [.text(state), .text(name)])
     }
 
-    private func deleteRow(_ name: String) {
+    func deleteRow(_ name: String) {
         _ = try? store.database.execute("DELETE FROM snapshots WHERE name = ?", [.text(name)])
+        _ = try? store.database.execute("DELETE FROM snapshot_manifest WHERE snapshot = ?", [.text(name)])
     }
 
     func records(state: String) -> [SnapshotRecord] {

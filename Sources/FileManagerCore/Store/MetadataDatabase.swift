@@ -47,7 +47,12 @@ public final class MetadataDatabase: @unchecked Sendable {
             """)
         try execute(TrashJournal.schema)
         try execute(Snapshots.schema)
-        try execute("PRAGMA user_version=1")
+        try execute(Snapshots.manifestSchema)
+        // Written only when it changes: a write at every open made every command that only
+        // reads the store (list, export) pay a WAL commit and a checkpoint at close.
+        if try execute("PRAGMA user_version").first?.first != .int(1) {
+            try execute("PRAGMA user_version=1")
+        }
     }
 
     /// A value bound to a statement parameter or read from a row.

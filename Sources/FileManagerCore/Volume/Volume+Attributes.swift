@@ -41,8 +41,10 @@ extension Volume {
             if item.isSymlink { throw .notSupported }
             try Syscall.fchmod(pathDescriptor: item.fd, mode & 0o7777)
         }
+        // Data and modification time are what a snapshot shares (counted on
+        // `ownChangesUnderWay` by `changingItem`).
+        if changes.size != nil || changes.changesTimes { try keepSnapshotsFrozen(item) }
         if let size = changes.size {
-            try keepSnapshotsFrozen(item)  // counted on `ownChangesUnderWay` by `changingItem`
             try Credentials.clearingSetID(for: changes.caller, on: handle?.fd ?? item.fd) { () throws(Errno) in
                 if let handle {
                     try Syscall.ftruncate(handle.fd, size)

@@ -54,8 +54,10 @@ final class FileWrapperSource: @unchecked Sendable {
     let size: Int64
     let linkCount: Int
     let identity: FileIdentity
+    let linkedData: (@Sendable (UInt64) -> CInt?)?
 
-    init(parent: WrapperDirectory, name: [UInt8], _ st: stat) {
+    init(parent: WrapperDirectory, name: [UInt8], _ st: stat, linkedData: (@Sendable (UInt64) -> CInt?)? = nil) {
+        self.linkedData = linkedData
         self.parent = parent
         self.name = name
         device = UInt64(st.st_dev)
@@ -65,8 +67,9 @@ final class FileWrapperSource: @unchecked Sendable {
         identity = FileIdentity(st)
     }
 
-    /// The file opened for reading, if it is still the file that was read.
+    /// The file's data opened for reading, if it is still the file that was read.
     func open() throws(Errno) -> CInt {
+        if let linkedData, let fd = linkedData(inode) { return fd }
         let fd = try withCName(name) { p throws(Errno) in try Syscall.openat(parent.fd, p, O_RDONLY | O_NOFOLLOW | O_CLOEXEC) }
         guard let st = try? Syscall.fstat(fd), UInt64(st.st_ino) == inode, UInt64(st.st_dev) == device else {
             Syscall.close(fd)
@@ -110,11 +113,16 @@ public final class FileWrapper: @unchecked Sendable {
         /// `stat` and an `O_PATH` descriptor of it; false leaves the item out.
         public var include: (_ relative: [UInt8], _ st: stat, _ fd: CInt) -> Bool
         public var warning: (String) -> Void
+        /// Where a regular file's data is when it is not the file's own: a snapshot read in
+        /// the store (`SnapshotData.openLinked`), by the file's inode number; nil: its own.
+        public var linkedData: (@Sendable (_ inode: UInt64) -> CInt?)?
 
         public init(include: @escaping ([UInt8], stat, CInt) -> Bool = { _, _, _ in true },
-                    warning: @escaping (String) -> Void = { _ in }) {
+                    warning: @escaping (String) -> Void = { _ in },
+                    linkedData: (@Sendable (_ inode: UInt64) -> CInt?)? = nil) {
             self.include = include
             self.warning = warning
+            self.linkedData = linkedData
         }
     }
 
@@ -184,7 +192,8 @@ public final class FileWrapper: @unchecked Sendable {
         switch type {
         case S_IFREG:
             let attributes = FileWrapperAttributes(st, xattrsOf: fd)
-            return FileWrapper(contents: .file(FileWrapperSource(parent: parent, name: name, st)), attributes: attributes, name: name)
+            let source = FileWrapperSource(parent: parent, name: name, st, linkedData: options.linkedData)
+            return FileWrapper(contents: .file(source), attributes: attributes, name: name)
         case S_IFLNK:
             let destination: [UInt8]
             do { destination = try Syscall.readlink(pathDescriptor: fd) } catch { throw FileManagerError(error, path: display) }

@@ -12,7 +12,7 @@ struct SnapshotCommand: ParsableCommand {
         commandName: "snapshot",
         abstract: "Publish, list and remove read-only snapshots of containers.",
         discussion: "Snapshots leave out the bundle, tmp/, Library/Caches/ and items marked with `containerfs exclude`. Everything under snapshots/ is read-only, for root too.",
-        subcommands: [Publish.self, List.self, Remove.self, Export.self]
+        subcommands: [Publish.self, List.self, Remove.self, Export.self, Import.self, Diff.self, Verify.self]
     )
 
     /// Where a snapshot command acts, and where its snapshots are seen.
@@ -21,7 +21,8 @@ struct SnapshotCommand: ParsableCommand {
         switch target {
         case .daemon(let client, _): return try client.call("snapshot.list").checked().items ?? []
         case .direct(let store, _):
-            return Snapshots(store: store).list().map { SnapshotListing.dictionary($0, under: store.path) }
+            let snapshots = Snapshots(store: store)
+            return snapshots.list().map { SnapshotListing.dictionary($0, under: store.path, damaged: snapshots.isDamaged($0.name)) }
         }
     }
 
@@ -68,7 +69,7 @@ struct SnapshotCommand: ParsableCommand {
     struct List: ParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "List published snapshots.",
-            discussion: "Text: one a line, tab-separated NAME, SOURCE, CREATED, EXPIRES (or -), FILES, BYTES. Expired snapshots are removed first.")
+            discussion: "Text: one a line, tab-separated NAME, SOURCE, CREATED, EXPIRES (or -), FILES, BYTES, intact or damaged (as `snapshot verify` finds). Expired snapshots are removed first.")
         @OptionGroup var store: StoreOption
         @Flag(help: "One JSON array.") var json = false
 
@@ -77,11 +78,12 @@ struct SnapshotCommand: ParsableCommand {
                 store.sayWhichStoreIfAmbiguous()
                 let items = try SnapshotCommand.list(StoreTarget.of(store.path))
                 if json {
-                    try JSONListing.print(items, numbers: ["files", "bytes"], nulls: ["expires"])
+                    try JSONListing.print(items, numbers: ["files", "bytes"], nulls: ["expires"], booleans: ["damaged"])
                     return
                 }
                 for row in items {
-                    let fields = [row["name"], row["source"], row["created"], row["expires"] ?? "-", row["files"], row["bytes"]]
+                    let fields = [row["name"], row["source"], row["created"], row["expires"] ?? "-", row["files"], row["bytes"],
+                                  row["damaged"] == "true" ? "damaged" : "intact"]
                     FileHandleOutput.standardOutput(fields.map { $0 ?? "" }.joined(separator: "\t") + "\n")
                 }
             }
@@ -131,7 +133,8 @@ extension SnapshotCommand {
                 let top: FilePath
                 var lock: StoreLock?
                 var direct: Store?  // read in the store, not through a mount
-                switch try StoreTarget.of(store.path, exclusive: false) {
+                let target = try StoreTarget.of(store.path, exclusive: false)
+                switch target {
                 case .daemon(_, let mounted): top = mounted
                 case .direct(let opened, let held): (top, lock, direct) = (opened.path, held, opened)
                 }
@@ -146,8 +149,12 @@ extension SnapshotCommand {
                 let toStandardOutput = output == "-"
                 let fd = toStandardOutput ? 1 : open(Paths.absolute(output).string, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
                 guard fd >= 0 else { throw CommandFailure("\(Paths.absolute(output)): \(String(cString: strerror(errno)))") }
+                // Progress against the bytes the snapshot was published with (on a terminal only).
+                let progress = SnapshotProgress(verb: "exporting", enabled: isatty(2) == 1)
+                let total = progress.enabled ? (try? SnapshotCommand.list(target))?.first { $0["name"] == name }.flatMap { Int64($0["bytes"] ?? "") } : nil
+                defer { progress.end() }
                 do {
-                    try SnapshotArchive.export(dir, name, to: fd, display: shown, store: direct)
+                    try SnapshotArchive.export(dir, name, to: fd, display: shown, store: direct) { done in progress.show(done, total) }
                 } catch {
                     if !toStandardOutput {
                         close(fd)
@@ -164,9 +171,10 @@ extension SnapshotCommand {
 
 /// A snapshot as `snapshot.list` answers it.
 enum SnapshotListing {
-    static func dictionary(_ r: SnapshotRecord, under top: FilePath) -> [String: String] {
+    static func dictionary(_ r: SnapshotRecord, under top: FilePath, damaged: Bool = false) -> [String: String] {
         var d = ["name": r.name, "source": r.source, "created": ContainerListing.iso8601(r.created),
-                 "files": "\(r.files)", "bytes": "\(r.bytes)", "path": top.appending("snapshots").appending(r.name).string]
+                 "files": "\(r.files)", "bytes": "\(r.bytes)", "path": top.appending("snapshots").appending(r.name).string,
+                 "damaged": damaged ? "true" : "false"]
         if let expires = r.expires { d["expires"] = ContainerListing.iso8601(expires) }
         return d
     }

@@ -114,8 +114,46 @@ struct DaemonRequests: Sendable {
                 return ControlResponse(id: request.id, ok: true, result: ["path": published.string, "name": done.record.name],
                                        warnings: done.warnings.isEmpty ? nil : done.warnings)
             case "snapshot.list":
-                let records = Snapshots(store: volume.store, hooks: changeHooks(caller)).list()
-                return ControlResponse(id: request.id, ok: true, items: records.map { SnapshotListing.dictionary($0, under: mountPoint) })
+                let snapshots = Snapshots(store: volume.store, hooks: changeHooks(caller))
+                let records = snapshots.list()
+                return ControlResponse(id: request.id, ok: true, items: records.map {
+                    SnapshotListing.dictionary($0, under: mountPoint, damaged: snapshots.isDamaged($0.name))
+                })
+            case "snapshot.import":
+                // The archive is opened as the caller: nobody imports what they cannot read.
+                guard let file = request.args["file"], file.hasPrefix("/") else {
+                    throw FileManagerError.invalidArgument("file: an absolute path is needed")
+                }
+                let input: CInt
+                do {
+                    input = try Credentials.withAccessChecks { () throws(Errno) -> CInt in
+                        try Credentials.asCaller(caller) { () throws(Errno) -> CInt in
+                            // O_NONBLOCK: a FIFO must not hold a daemon thread until someone writes.
+                            try FilePath(file).withName { p throws(Errno) in try Syscall.open(p, O_RDONLY | O_NOCTTY | O_NONBLOCK | O_CLOEXEC) }
+                        }
+                    }
+                } catch {
+                    throw FileManagerError(error, path: file)
+                }
+                defer { Syscall.close(input) }
+                guard let st = try? Syscall.fstat(input), st.st_mode & S_IFMT == S_IFREG else {
+                    throw FileManagerError.invalidArgument("\(request.args["label"] ?? file): not a regular file (the daemon reads archives from files; the CLI copies standard input into one)")
+                }
+                let label = request.args["label"] ?? file
+                let total: Int64? = Int64(st.st_size)
+                var last = Int64(-1)
+                let record = try Snapshots(store: volume.store, hooks: changeHooks(caller))
+                    .importArchive(input, label: label, name: request.args["name"], caller: caller, top: mountPoint) { done in
+                        // A push per 1% at most: a slow terminal must not slow the import.
+                        guard request.args["progress"] == "1", let total, done - last >= max(total / 100, 1) else { return }
+                        last = done
+                        connection.send(ControlPush(event: "progress", path: label, done: done, total: total))
+                    }
+                let imported = mountPoint.appending("snapshots").appending(record.name)
+                return ControlResponse(id: request.id, ok: true, result: ["path": imported.string, "name": record.name])
+            case "snapshot.verify":
+                let verdicts = try Snapshots(store: volume.store).verify(request.args["name"])
+                return ControlResponse(id: request.id, ok: true, items: verdicts.map(SnapshotListing.verification))
             case "snapshot.remove":
                 guard let name = request.args["name"] else { throw FileManagerError.invalidArgument("name: missing") }
                 try Snapshots(store: volume.store, hooks: changeHooks(caller)).remove(name, caller: caller)

@@ -145,6 +145,20 @@ _assert_output "file 14" cat "$M/snapshots/s3/Documents/f14"
 _assert_output "3" stat -c %h "$B/f14"
 _assert_output "1" fsop stat "$D/f14" nlink
 
-# MARK: export from the unmounted store reads the linked data
+# MARK: verify: changes through the mount touch no snapshot, an edit of shared data in the
+# store does; diff reads the linked data
+chmod 600 "$D/f17" && mv "$D/f17" "$D/f17.moved" && touch "$D/f18" && ln "$D/f19" "$D/f19.link"
+_assert_output "file 17|file 18" sh -c "cat '$M/snapshots/s3/Documents/f17' '$M/snapshots/s3/Documents/f18' | paste -sd'|'"
+_assert_output "s2: intact
+s3: intact
+u1: intact" containerfs snapshot verify --store "$S"
+printf 'behind the back\n' >>"$B/f16"
+_assert_exit 1 containerfs snapshot verify s3 --store "$S"
+_assert_eq "s3: damaged
+  Documents/f16 (its data): changed (size, mtime)" "$_OUT" "verify after an edit of shared data in the store"
 fs_umount
+_assert_output "" sh -c "containerfs snapshot diff s3 --store '$S' | grep -E 'f1[45]\\b' || true"
+_assert_output "changed	Documents/f16	size,mtime,content" sh -c "containerfs snapshot diff s3 --store '$S' | grep -E 'f16\\b'"
+
+# MARK: export from the unmounted store reads the linked data
 _assert_output "file 15" sh -c "containerfs snapshot export s3 -o - --store '$S' | tar -xOf - s3/Documents/f15"
