@@ -32,6 +32,10 @@
 #             while the checkout is being edited).
 # --no-build  use the existing .build-release/release/containerfs (or $BENCH_CONTAINERFS).
 # --keep    keep the backing directory (default: removed at the end).
+# --stores  then the store operations with the same binary, each against its baseline:
+#           scripts/bench/trash.sh (trash vs mv, trash-list, rm -rf), publish.sh (snapshot
+#           publish of 10,000 and 100,000 files vs cp -a, the first write to a shared 1 GiB
+#           file) and snapshot.sh (export/import vs GNU tar); into RESULTS_DIR/stores.txt.
 #
 # Environment:
 #   BENCH_ROUNDS (default 3; smoke 1)
@@ -65,11 +69,12 @@ while [[ $# -gt 0 ]]; do
 		--smoke) SMOKE=1 ;;
 		--no-build) BUILD=0 ;;
 		--keep) KEEP=1 ;;
+		--stores) STORES=1 ;;
 		--rev) REV=$2; shift ;;
 		-r) ROUNDS=$2; shift ;;
 		-d) RESULTS=$2; shift ;;
 		-b) BACKING=$2; shift ;;
-		-h|--help) sed -n '2,53p' "$0"; exit 0 ;;
+		-h|--help) sed -n '2,57p' "$0"; exit 0 ;;
 		*) echo "bench.sh: unknown argument $1" >&2; sed -n '3p' "$0" >&2; exit 2 ;;
 	esac
 	shift
@@ -338,5 +343,13 @@ python3 "$HERE/report.py" --rounds "$ROUNDS" --workloads "$WORKLOADS" --anchors 
 verdict=$?
 { cat "$RESULTS/run-info.txt"; echo; cat "$RESULTS/summary.md"; } >"$RESULTS/summary.full.md"
 cat "$RESULTS/summary.md"
+if ((${STORES:-0})); then
+	say "store operations (trash.sh, publish.sh, snapshot.sh)"
+	{
+		CONTAINERFS=$BIN "$HERE/trash.sh" 10000
+		CONTAINERFS=$BIN "$HERE/publish.sh"
+		"$HERE/snapshot.sh" "$BIN"
+	} 2>&1 | tee "$RESULTS/stores.txt"
+fi
 say "total $(awk -v a="$T_START" -v b="$EPOCHREALTIME" 'BEGIN{printf "%.0f", b-a}') s; results and logs: $RESULTS"
 exit $verdict
