@@ -3,6 +3,7 @@
 #include "CLinux.h"
 
 #include <errno.h>
+#include <stdint.h>
 #include <poll.h>
 #include <sys/ioctl.h>
 #include <fcntl.h>
@@ -77,6 +78,23 @@ int clinux_setxattr(const char *path, const char *name, const void *value, size_
 int clinux_removexattr(const char *path, const char *name) { return removexattr(path, name); }
 ssize_t clinux_flistxattr(int fd, char *list, size_t size) { return flistxattr(fd, list, size); }
 ssize_t clinux_fgetxattr(int fd, const char *name, void *value, size_t size) { return fgetxattr(fd, name, value, size); }
+
+// listxattrat(2) and getxattrat(2), Linux 6.13: the attributes of `name` in `dir`, never
+// following a link, without opening it. -1 with ENOSYS on older kernels.
+#ifndef SYS_getxattrat
+#define SYS_getxattrat 464
+#endif
+#ifndef SYS_listxattrat
+#define SYS_listxattrat 465
+#endif
+struct clinux_xattr_args { uint64_t value; uint32_t size; uint32_t flags; };
+ssize_t clinux_listxattrat(int dir, const char *name, char *list, size_t size) {
+    return syscall(SYS_listxattrat, dir, name, AT_SYMLINK_NOFOLLOW, list, size);
+}
+ssize_t clinux_getxattrat(int dir, const char *name, const char *attribute, void *value, size_t size) {
+    struct clinux_xattr_args args = { (uint64_t)(uintptr_t)value, (uint32_t)size, 0 };
+    return syscall(SYS_getxattrat, dir, name, AT_SYMLINK_NOFOLLOW, attribute, &args, sizeof args);
+}
 int clinux_fsetxattr(int fd, const char *name, const void *value, size_t size, int flags)
 { return fsetxattr(fd, name, value, size, flags); }
 int clinux_utimensat_empty_path(int fd, const void *times) { return utimensat(fd, "", (const struct timespec *)times, AT_EMPTY_PATH); }

@@ -71,6 +71,8 @@ int clinux_removexattr(const char *path, const char *name);
 /* On descriptors opened for reading (archives read and write many small files: no /proc path). */
 ssize_t clinux_flistxattr(int fd, char *list, size_t size);
 ssize_t clinux_fgetxattr(int fd, const char *name, void *value, size_t size);
+ssize_t clinux_listxattrat(int dir, const char *name, char *list, size_t size);
+ssize_t clinux_getxattrat(int dir, const char *name, const char *attribute, void *value, size_t size);
 int clinux_fsetxattr(int fd, const char *name, const void *value, size_t size, int flags);
 int clinux_utimensat_empty_path(int fd, const void *times);
 int clinux_fchownat_empty_path(int fd, uid_t uid, gid_t gid);

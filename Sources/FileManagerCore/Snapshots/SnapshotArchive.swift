@@ -78,7 +78,12 @@ public enum SnapshotArchive {
             guard type == S_IFREG || type == S_IFDIR || type == S_IFLNK else { return }
             var fd: CInt = -1
             defer { if fd >= 0 { Syscall.close(fd) } }
-            if type != S_IFLNK {
+            // A file whose data is linked (read in the store) is read from its link; its own
+            // inode, a sparse placeholder, is opened only where the kernel cannot read its
+            // attributes by name.
+            let linked = type == S_IFREG ? self.data?.openLinked(snapshot: snapshot, entry: UInt64(st.st_ino)) : nil
+            defer { if let linked { Syscall.close(linked) } }
+            if type != S_IFLNK && linked == nil {
                 let flags = type == S_IFDIR ? O_RDONLY | O_DIRECTORY : O_RDONLY | O_NONBLOCK | O_NOCTTY
                 fd = withCName(name) { openat(dir, $0, flags | O_NOFOLLOW | O_CLOEXEC) }
                 guard fd >= 0, fstat(fd, &st) == 0 else { throw FileManagerError(Errno(rawValue: errno), path: shown(path)) }
@@ -93,7 +98,18 @@ public enum SnapshotArchive {
             archive_entry_set_uid(entry, la_int64_t(st.st_uid))
             archive_entry_set_gid(entry, la_int64_t(st.st_gid))
             archive_entry_set_mtime(entry, time_t(st.st_mtim.tv_sec), Int(st.st_mtim.tv_nsec))
-            if fd >= 0 { addUserAttributes(fd, entry) }
+            if fd >= 0 {
+                addUserAttributes(entry, list: { clinux_flistxattr(fd, $0, $1) }, get: { clinux_fgetxattr(fd, $0, $1, $2) })
+            } else if linked != nil {
+                let byName = withCName(name) { p in
+                    addUserAttributes(entry, list: { clinux_listxattrat(dir, p, $0, $1) }, get: { clinux_getxattrat(dir, p, $0, $1, $2) })
+                }
+                if !byName {
+                    fd = withCName(name) { openat(dir, $0, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_NOFOLLOW | O_CLOEXEC) }
+                    guard fd >= 0 else { throw FileManagerError(Errno(rawValue: errno), path: shown(path)) }
+                    addUserAttributes(entry, list: { clinux_flistxattr(fd, $0, $1) }, get: { clinux_fgetxattr(fd, $0, $1, $2) })
+                }
+            }
             var data = false
             switch type {
             case S_IFLNK:
@@ -128,8 +144,6 @@ public enum SnapshotArchive {
             }
             members += 1
             if data {
-                let linked = self.data?.openLinked(snapshot: snapshot, entry: UInt64(st.st_ino))
-                defer { if let linked { Syscall.close(linked) } }
                 try copyData(linked ?? fd, size: Int64(st.st_size), shown(path))
                 bytes += Int64(st.st_size)
             }
@@ -145,22 +159,28 @@ public enum SnapshotArchive {
             }
         }
 
-        /// `user.*` attributes, read from the open item.
-        func addUserAttributes(_ fd: CInt, _ entry: OpaquePointer) {
-            let size = clinux_flistxattr(fd, nil, 0)
-            guard size > 0 else { return }
-            var list = [CChar](repeating: 0, count: size)
-            let n = list.withUnsafeMutableBufferPointer { clinux_flistxattr(fd, $0.baseAddress, size) }
-            guard n > 0 else { return }
-            for xname in list[0..<n].split(separator: 0) where xname.starts(with: "user.".utf8.map { CChar(bitPattern: $0) }) {
+        /// `user.*` attributes of the item: `list` and `get` are flistxattr/fgetxattr on it
+        /// open, or listxattrat/getxattrat on its name. False when the kernel has no such
+        /// call (ENOSYS, before Linux 6.13).
+        @discardableResult
+        func addUserAttributes(_ entry: OpaquePointer, list: (UnsafeMutablePointer<CChar>?, Int) -> Int,
+                               get: (UnsafePointer<CChar>, UnsafeMutableRawPointer?, Int) -> Int) -> Bool {
+            let size = list(nil, 0)
+            if size < 0 && errno == ENOSYS { return false }
+            guard size > 0 else { return true }
+            var names = [CChar](repeating: 0, count: size)
+            let n = names.withUnsafeMutableBufferPointer { list($0.baseAddress, size) }
+            guard n > 0 else { return true }
+            for xname in names[0..<n].split(separator: 0) where xname.starts(with: "user.".utf8.map { CChar(bitPattern: $0) }) {
                 let cName = Array(xname) + [0]
-                let length = clinux_fgetxattr(fd, cName, nil, 0)
+                let length = get(cName, nil, 0)
                 guard length >= 0 else { continue }
                 var value = [UInt8](repeating: 0, count: max(length, 1))
-                let got = value.withUnsafeMutableBytes { clinux_fgetxattr(fd, cName, $0.baseAddress, length) }
+                let got = value.withUnsafeMutableBytes { get(cName, $0.baseAddress, length) }
                 guard got >= 0 else { continue }
                 value.withUnsafeBytes { v in archive_entry_xattr_add_entry(entry, cName, v.baseAddress, got) }
             }
+            return true
         }
 
         /// The names in the directory open as `fd` (`.` and `..` left out); nil on failure.
