@@ -163,9 +163,9 @@ extension Volume {
         if writable {
             try zone(of: item).checkModify()
             item.writableOpensStarting.add(1, ordering: .sequentiallyConsistent)  // see `keepSnapshotsFrozen`
-            try keepSnapshotsFrozen(item)
         }
         defer { if writable { item.writableOpensStarting.subtract(1, ordering: .releasing) } }
+        if writable { try keepSnapshotsFrozen(item) }
         if let file = try openSnapshotEntry(item, flags: flags) { return file }
         let mark = flags & O_TRUNC != 0 ? ownChanges.queuePosition() : .max
         // A truncating open replaces the content: the kernel drops its pages itself.

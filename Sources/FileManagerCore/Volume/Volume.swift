@@ -167,7 +167,7 @@ public final class Volume: Sendable {
         if used && item.isRegularFile { item.pagesShow.store(ContentStamp.of(now), ordering: .relaxed) }
         items.linkCounts.note(item.inode, now)
         if kernelCachesWrites && !used { notingNameGivenWhileStale(item, parent, name) }
-        return (item, linksShown(now, of: item))
+        return (item, presentedFile(now, of: item))
     }
 
     /// Under writeback, a look-up of a held file the kernel may hold stale, while a handle
@@ -388,7 +388,7 @@ public final class Volume: Sendable {
     /// an item (GETATTR, LOOKUP, READDIRPLUS, SETATTR) goes through here, so that `stat`
     /// shows one mode and link count whichever the kernel asked last.
     func presented(_ st: stat, of item: Item) -> stat {
-        guard item.isDirectory else { return linksShown(st, of: item) }
+        guard item.isDirectory else { return presentedFile(st, of: item) }
         guard case .containers = zone(of: item) else { return st }
         var shown = st
         shown.st_mode = S_IFDIR | 0o1777
@@ -399,7 +399,7 @@ public final class Volume: Sendable {
     /// live file's links held by snapshots left out (only a file with several links looks),
     /// and a snapshot's sparse placeholder given the blocks of its data (only a file with
     /// none looks).
-    func linksShown(_ st: stat, of item: Item) -> stat {
+    func presentedFile(_ st: stat, of item: Item) -> stat {
         guard item.isRegularFile else { return st }
         var shown = st
         if st.st_nlink > 1 {
