@@ -22,6 +22,7 @@ import SystemPackage
 public final class SnapshotData: @unchecked Sendable {
     public static let directoryName = ".snapshot-data"
     private let rootFD: CInt
+    private let stagingFD: CInt
 
     struct Link: Equatable {
         let snapshot: String
@@ -56,8 +57,9 @@ public final class SnapshotData: @unchecked Sendable {
     /// reabstraction thunks, one more layer per read.)
     public let writers = Mutex<(any SnapshotWriters)?>(nil)
 
-    init(rootFD: CInt) {
+    init(rootFD: CInt, stagingFD: CInt) {
         self.rootFD = rootFD
+        self.stagingFD = stagingFD
     }
 
     deinit {
@@ -119,8 +121,10 @@ public final class SnapshotData: @unchecked Sendable {
         return linked
     }
 
-    /// Removes what `snapshot` holds (its removal, a failed publish).
-    func remove(snapshot: String) {
+    /// Removes what `snapshot` holds (its removal, a failed publish): moved into `.staging/`
+    /// in one rename, then deleted there unless `deferred` (a settling at mount: the daemon
+    /// deletes staging debris once it serves).
+    func remove(snapshot: String, deferred: Bool = false) {
         copying.withLock { _ in
             state.withLock { s in
                 for (inode, links) in s.shared {
@@ -135,20 +139,27 @@ public final class SnapshotData: @unchecked Sendable {
                 }
                 if let fd = s.snapshots.removeValue(forKey: snapshot) { Syscall.close(fd) }
                 guard let top = try? directory(&s, create: false) else { return }
-                FileWrapper.removeItem(top, Array(snapshot.utf8))
+                discard(top, snapshot, deferred: deferred)
             }
         }
     }
 
+    private func discard(_ top: CInt, _ snapshot: String, deferred: Bool) {
+        let doomed = "removed-data.\(getpid()).\(UInt32.random(in: 0...UInt32.max))"
+        guard (try? Syscall.renameat2(top, snapshot, stagingFD, doomed, RENAME_NOREPLACE)) != nil else { return }
+        if !deferred { FileWrapper.removeItem(stagingFD, Array(doomed.utf8)) }
+    }
+
     /// Removes the data of snapshots not in `published`: a publish or a removal a crash
-    /// cut short (settled with the store lock held, nothing served).
+    /// cut short (settled with the store lock held, nothing served): moved into `.staging/`,
+    /// whose debris goes once the mount is live.
     func removeData(except published: Set<String>) {
         state.withLock { s in
             guard let top = try? directory(&s, create: false),
                   let names = try? DirectoryStream.open(top).allNames() else { return }
             for name in names where !published.contains(name.string) {
                 if let fd = s.snapshots.removeValue(forKey: name.string) { Syscall.close(fd) }
-                name.withPlatformString { FileWrapper.removeItem(top, $0) }
+                discard(top, name.string, deferred: true)
             }
         }
     }

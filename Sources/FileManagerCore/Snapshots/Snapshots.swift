@@ -242,18 +242,20 @@ public struct Snapshots {
 
     /// Removes every snapshot whose expiry time has passed; their names.
     @discardableResult
-    public func removeExpired(now: Double = Double(time(nil))) -> [String] {
+    public func removeExpired(now: Double = Double(time(nil)), deferred: Bool = false) -> [String] {
         var removed: [String] = []
         for record in records(state: "published") {
             guard let expires = record.expires, expires <= now else { continue }
-            if (try? discard(record.name)) != nil { removed.append(record.name) }
+            if (try? discard(record.name, deferred: deferred)) != nil { removed.append(record.name) }
         }
         return removed
     }
 
     /// Journaled removal: the row says `removing`, one rename takes the tree out of
     /// `snapshots/` into `.staging/`, where it is deleted; then the row goes.
-    private func discard(_ name: String) throws(FileManagerError) {
+    /// `deferred`: what was moved into `.staging/` is left there, for the daemon to delete
+    /// once it serves (a settling at mount).
+    private func discard(_ name: String, deferred: Bool = false) throws(FileManagerError) {
         setState(name, "removing")
         let doomed = "removed-snapshot.\(getpid()).\(UInt32.random(in: 0...UInt32.max))"
         let path = FilePath("snapshots").appending(name)
@@ -273,8 +275,8 @@ public struct Snapshots {
             setState(name, "published")
             throw FileManagerError(error, path: path.string)
         }
-        FileWrapper.removeItem(store.stagingFD, Array(doomed.utf8))
-        store.snapshotData.remove(snapshot: name)
+        if !deferred { FileWrapper.removeItem(store.stagingFD, Array(doomed.utf8)) }
+        store.snapshotData.remove(snapshot: name, deferred: deferred)
         deleteRow(name)
     }
 
@@ -283,7 +285,7 @@ public struct Snapshots {
     /// `.staging/`, cleared at the same open); a removal is finished. Then expired
     /// snapshots go.
     @discardableResult
-    static func recover(_ store: Store, now: Double = Double(time(nil))) -> Int {
+    static func recover(_ store: Store, now: Double = Double(time(nil)), deferred: Bool = false) -> Int {
         let snapshots = Snapshots(store: store)
         var settled = 0
         for record in snapshots.records(state: "publishing") {
@@ -297,9 +299,9 @@ public struct Snapshots {
         }
         for record in snapshots.records(state: "removing") {
             settled += 1
-            try? snapshots.discard(record.name)
+            try? snapshots.discard(record.name, deferred: deferred)
         }
-        snapshots.removeExpired(now: now)
+        snapshots.removeExpired(now: now, deferred: deferred)
         store.snapshotData.removeData(except: Set(snapshots.records(state: "published").map(\.name)))
         return settled
     }

@@ -7,7 +7,7 @@ import SystemPackage
 ///     STORE/
 ///     ├── containerfs.db      metadata (SQLite, WAL)
 ///     ├── .lock               held (flock) by the one daemon serving the store
-///     ├── .staging/           half-built items; emptied at every open (crash debris)
+///     ├── .staging/           half-built items; crash debris goes once a daemon serves
 ///     ├── containers/ID/      one directory per container
 ///     ├── snapshots/NAME/     published snapshots
 ///     ├── .snapshot-data/NAME/  links of live files whose data a snapshot shares
@@ -127,7 +127,6 @@ public final class Store: Sendable {
         } catch {
             throw .system(error, display)
         }
-        snapshotData = SnapshotData(rootFD: rootFD)
         var name = ""
         do {
             let st = try Syscall.fstat(rootFD)
@@ -143,6 +142,7 @@ public final class Store: Sendable {
             trashFD = try Store.subdirectory(rootFD, name, create: create, mode: 0o755)
             name = ".staging"
             stagingFD = try Store.subdirectory(rootFD, name, create: create, mode: 0o700)
+            snapshotData = SnapshotData(rootFD: rootFD, stagingFD: stagingFD)
         } catch {
             throw .system(error, name.isEmpty ? display : "\(display)/\(name)")
         }
@@ -339,10 +339,18 @@ public final class Store: Sendable {
         Syscall.close(fd)
     }
 
-    /// Removes crash debris: anything left in `.staging/` was never made visible.
-    public func clearStaging() {
-        try? TreeRemoval.removeContents(of: stagingFD)
+    /// What is in `.staging/` now: debris of a run that ended, or of a settled operation.
+    /// A daemon takes the list before it serves and removes exactly those items once the
+    /// mount is live (`removeFromStaging`): a tree of thousands of files must not hold up
+    /// the mount, and the names it makes itself (each with its pid) are never among them.
+    public func stagingDebris() -> [FilePath.Component] {
+        (try? DirectoryStream.open(stagingFD).allNames()) ?? []
     }
+
+    public func removeFromStaging(_ names: [FilePath.Component]) {
+        for name in names { name.withPlatformString { FileWrapper.removeItem(stagingFD, $0) } }
+    }
+
 }
 
 /// The held store lock; released when dropped (or when the process dies).

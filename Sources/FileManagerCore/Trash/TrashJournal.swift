@@ -148,5 +148,9 @@ extension Store {
     /// `Snapshots.recover`, which also removes expired snapshots): run by
     /// whoever opens the store with its lock, before anything else uses it.
     @discardableResult
-    public func settleJournal() -> Int { TrashJournal.recover(self) + Snapshots.recover(self) }
+    /// `deferringDeletion`: trees moved into `.staging/` stay there (the daemon deletes
+    /// staging debris once it serves, `stagingDebris`).
+    public func settleJournal(deferringDeletion: Bool = false) -> Int {
+        TrashJournal.recover(self) + Snapshots.recover(self, deferred: deferringDeletion)
+    }
 }

@@ -144,8 +144,8 @@ struct MountCommand: ParsableCommand {
             }
             let store = try Store(at: storePath)
             let lock = try store.acquireLock(mountPoint: mountPoint.string)
-            store.clearStaging()
-            store.settleJournal()
+            store.settleJournal(deferringDeletion: true)
+            let debris = store.stagingDebris()
             let volume = Volume(store: store, kernelCachesWrites: options.writeback)
             volume.registry.reconcile()
             volume.registry.purgeTemporaryItems(olderThan: 3 * 24 * 3600)
@@ -207,6 +207,8 @@ struct MountCommand: ParsableCommand {
                     // service's main process (one started by `mount` in the background is not)
                     if !hasPipe { SystemdNotify.ready() }
                     Logger(label: "containerfs.mount").info("\(mountPoint): mounted \(storePath)")
+                    // Crash debris, invisible through the mount, goes once the mount serves.
+                    if !debris.isEmpty { Threads.start(named: "cfs-debris") { store.removeFromStaging(debris) } }
                 }
             }
             served = session.run(options: sessionOptions)

@@ -202,6 +202,8 @@ _pid_running() {
 }
 
 # fs_mount [ARGS...]: mounts $TEST_STORE at $TEST_MNT (see fs_mount_at).
+_staging_clear() { [[ ! -d $1/.staging || -z $(ls -A "$1/.staging" 2>/dev/null) ]]; }
+
 fs_mount() {
     fs_mount_at "$TEST_STORE" "$TEST_MNT" "$@"
 }
@@ -228,6 +230,9 @@ fs_mount_at() {
     for ((i = 0; i < 400; i++)); do
         if _is_mounted "$mnt"; then
             _ok "mounted $mnt (daemon pid $pid)"
+            # A live daemon deletes the crash debris of `.staging/` in the background; cases
+            # assert what a store holds once that is done.
+            _wait_for 60 _staging_clear "$store" || _fail "$store/.staging: crash debris still there 60 s after the mount"
             return 0
         fi
         if ! _pid_running "$pid"; then
