@@ -63,8 +63,10 @@ public struct Snapshots {
     /// Freezes `source` (`containers/ID` or a path below it) as `snapshots/NAME`. `name`
     /// defaults to `ID-YYYY-MM-DDTHH-MM-SS` (UTC), made unique with `.2`, `.3`, …;
     /// `expiresAfter` seconds from now, if given.
+    /// `progress` hears the files written so far and how many there are, after each.
     public func publish(_ source: String, name wanted: String? = nil, expiresAfter: Int64? = nil,
-                        caller: Caller, top: FilePath? = nil, now: Double = Double(time(nil))) throws(FileManagerError) -> Published {
+                        caller: Caller, top: FilePath? = nil, now: Double = Double(time(nil)),
+                        progress: ((_ done: Int64, _ total: Int64) -> Void)? = nil) throws(FileManagerError) -> Published {
         var components = source.split(separator: "/", omittingEmptySubsequences: true).map(String.init)
         if components.first == "." { components.removeFirst() }
         guard components.count >= 2, components[0] == "containers",
@@ -129,6 +131,9 @@ public struct Snapshots {
         do throws(FileManagerError) {
             let totals = try wrapper.writeInPlace(to: store.stagingFD, name: staged, linker: { source, entry throws(Errno) in
                 try data.share(source, snapshot: snapshot, entry: entry)
+            }, progress: progress.map { tell in
+                let total = Int64(wrapper.regularFileCount)
+                return { done in tell(Int64(done), total) }
             }, sharing: { sharing = $0 })
             record.files = Int64(totals.files)
             record.bytes = totals.bytes

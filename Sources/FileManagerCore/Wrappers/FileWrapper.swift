@@ -339,6 +339,8 @@ public final class FileWrapper: @unchecked Sendable {
         /// FICLONE failed as unsupported once: not tried again.
         var cannotClone = false
         var linker: Linker?
+        /// Told the files written so far, after each.
+        var progress: ((Int) -> Void)?
         let keepOwner = geteuid() == 0
         deinit { for fd in linked.values { Syscall.close(fd) } }
 
@@ -387,9 +389,11 @@ public final class FileWrapper: @unchecked Sendable {
         try writeInPlace(to: dir, name: name, sharing: nil)
     }
 
-    func writeInPlace(to dir: CInt, name: [UInt8], linker: Linker? = nil, sharing: ((DataSharing) -> Void)?) throws(FileManagerError) -> Totals {
+    func writeInPlace(to dir: CInt, name: [UInt8], linker: Linker? = nil, progress: ((Int) -> Void)? = nil,
+                      sharing: ((DataSharing) -> Void)?) throws(FileManagerError) -> Totals {
         let context = WriteContext()
         context.linker = linker
+        context.progress = progress
         do {
             try build(in: dir, name, display: Bytes.display(name), context)
         } catch {
@@ -431,11 +435,13 @@ public final class FileWrapper: @unchecked Sendable {
                 try apply(to: fd, isSymlink: false, context)
                 context.totals.files += 1
                 context.totals.bytes += Int64(bytes.count)
+                context.progress?(context.totals.files)
             case .file(let source):
                 let identity = source.identity
                 if source.linkCount > 1, let first = context.linked[identity] {
                     try withCName(name) { p throws(Errno) in try Syscall.link(pathDescriptor: first, dir, p) }
                     context.totals.files += 1
+                    context.progress?(context.totals.files)
                     return
                 }
                 let src = try source.open()
@@ -448,6 +454,7 @@ public final class FileWrapper: @unchecked Sendable {
                 try apply(to: fd, isSymlink: false, context)
                 context.totals.files += 1
                 context.totals.bytes += (try? Syscall.fstat(fd)).map { Int64($0.st_size) } ?? source.size
+                context.progress?(context.totals.files)
                 if source.linkCount > 1, let keep = try? withCName(name, { p throws(Errno) in
                     try Syscall.openat(dir, p, O_PATH | O_NOFOLLOW | O_CLOEXEC)
                 }) {
@@ -518,6 +525,15 @@ public final class FileWrapper: @unchecked Sendable {
                      timespec(tv_sec: Int(a.modificationSeconds), tv_nsec: Int(a.modificationNanoseconds)))
         try withUnsafePointer(to: &times) { p throws(Errno) in
             try Syscall.utimens(pathDescriptor: fd, isSymlink: isSymlink, UnsafeRawPointer(p).assumingMemoryBound(to: timespec.self))
+        }
+    }
+
+    /// How many regular-file names the tree holds (what a write counts as files).
+    public var regularFileCount: Int {
+        switch contents {
+        case .bytes, .file: return 1
+        case .link: return 0
+        case .directory(let children): return children.values.reduce(0) { $0 + $1.regularFileCount }
         }
     }
 

@@ -47,17 +47,23 @@ struct SnapshotCommand: ParsableCommand {
             try failing {
                 let (target, relative) = try StoreTarget.of(path: path)
                 let seconds = expires.flatMap(TrashCommand.Empty.seconds)
+                let progress = SnapshotProgress(verb: "publishing", enabled: isatty(2) == 1, files: true)
+                defer { progress.end() }
                 switch target {
                 case .daemon(let client, _):
-                    var args = ["path": relative.string]
+                    var args = ["path": relative.string, "progress": progress.enabled ? "1" : "0"]
                     if let name { args["name"] = name }
                     if let seconds { args["expires"] = "\(seconds)" }
-                    let r = try client.call("snapshot.publish", args).checked()
+                    let r = try client.call("snapshot.publish", args) { push in
+                        if push.event == "progress", let done = push.done { progress.show(done, push.total) }
+                    }.checked()
+                    progress.end()
                     r.warnings?.forEach(ContainerCommand.Create.warn)
                     FileHandleOutput.standardOutput("\(r.result?["path"] ?? "")\n")
                 case .direct(let store, let lock):
                     let done = try Snapshots(store: store).publish(relative.string, name: name, expiresAfter: seconds,
-                                                                     caller: .current, top: store.path)
+                                                                     caller: .current, top: store.path) { progress.show($0, $1) }
+                    progress.end()
                     withExtendedLifetime(lock) {}
                     done.warnings.forEach(ContainerCommand.Create.warn)
                     FileHandleOutput.standardOutput("\(store.path.appending("snapshots").appending(done.record.name))\n")

@@ -251,15 +251,18 @@ extension SnapshotListing {
 final class SnapshotProgress {
     let verb: String
     let enabled: Bool
+    /// Counts files rather than bytes.
+    let files: Bool
     private var shown = false
     private var last: Double = 0
 
-    init(verb: String, enabled: Bool) {
+    init(verb: String, enabled: Bool, files: Bool = false) {
         self.verb = verb
         self.enabled = enabled
+        self.files = files
     }
 
-    /// `done` bytes (of `total`, when known).
+    /// `done` bytes or files (of `total`, when known).
     func show(_ done: Int64, _ total: Int64?) {
         guard enabled else { return }
         var now = timespec()
@@ -267,9 +270,14 @@ final class SnapshotProgress {
         let t = Double(now.tv_sec) + Double(now.tv_nsec) / 1e9
         guard t - last >= 0.1 || (total != nil && done == total) else { return }
         last = t
-        let mib = String(format: "%.1f MiB", Double(done) / 1_048_576)
-        var line = "\(verb): \(mib)"
-        if let total, total > 0 { line += " of " + String(format: "%.1f MiB (%d%%)", Double(total) / 1_048_576, Int(done * 100 / total)) }
+        var line: String
+        if files {
+            line = "\(verb): \(done) files"
+            if let total, total > 0 { line += " of \(total) (\(Int(done * 100 / total))%)" }
+        } else {
+            line = "\(verb): " + String(format: "%.1f MiB", Double(done) / 1_048_576)
+            if let total, total > 0 { line += " of " + String(format: "%.1f MiB (%d%%)", Double(total) / 1_048_576, Int(done * 100 / total)) }
+        }
         FileHandleOutput.standardError("\r\u{1B}[K" + line)
         shown = true
     }

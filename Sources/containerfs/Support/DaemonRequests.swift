@@ -105,9 +105,15 @@ struct DaemonRequests: Sendable {
                 }
                 // Under a coordinated read of the whole source (docs/DESIGN.md 57): its presenters
                 // save first, and its writers wait only while the publish runs.
+                var last = Int64(-1)
                 let done = try coordination.coordinatingSubtreeRead(source, caller: caller) {
                     try Snapshots(store: volume.store, hooks: changeHooks(caller))
-                        .publish(source.string, name: request.args["name"], expiresAfter: expires, caller: caller, top: mountPoint)
+                        .publish(source.string, name: request.args["name"], expiresAfter: expires, caller: caller, top: mountPoint) { done, total in
+                            // A push per 1% at most: a slow terminal must not slow the publish.
+                            guard request.args["progress"] == "1", done == total || done - last >= max(total / 100, 1) else { return }
+                            last = done
+                            connection.send(ControlPush(event: "progress", path: source.string, done: done, total: total))
+                        }
                 }
                 if expires != nil { expiry?.rearm() }
                 let published = mountPoint.appending("snapshots").appending(done.record.name)

@@ -59,6 +59,13 @@ _assert_output "" find "$M/containers" -samefile "$P/big.bin"
 BIG=$(shape "$P/big.bin") SMALL=$(shape "$P/small.txt") EMPTY=$(shape "$P/empty")
 _assert_ok cmp "$D/big.bin" "$P/big.bin"
 
+# MARK: progress on a terminal, in files; nothing when piped
+_require_cmd script
+_assert_output "1" sh -c "script -qec \"containerfs snapshot publish '$C' --name progress\" /dev/null | grep -c 'publishing: 24 files of 24 (100%)'"
+_assert_output "$M/snapshots/quiet" sh -c "containerfs snapshot publish '$C' --name quiet 2>'$TEST_TMP/err'"
+_assert_output "" cat "$TEST_TMP/err"
+_assert_ok containerfs snapshot remove progress quiet --store "$S"
+
 # MARK: a snapshot reader keeps the published bytes while the live file is rewritten
 # The kernel's cached pages of the snapshot file go first: the reader's reads reach the daemon.
 sync && echo 1 >/proc/sys/vm/drop_caches
@@ -159,6 +166,8 @@ _assert_eq "s3: damaged
 fs_umount
 _assert_output "" sh -c "containerfs snapshot diff s3 --store '$S' | grep -E 'f1[45]\\b' || true"
 _assert_output "changed	Documents/f16	size,mtime,content" sh -c "containerfs snapshot diff s3 --store '$S' | grep -E 'f16\\b'"
+
+_assert_output "1" sh -c "script -qec \"containerfs snapshot publish '$S/containers/com.example.cow/Documents/f20' --name direct\" /dev/null | grep -c 'publishing: 1 files of 1 (100%)'"
 
 # MARK: export from the unmounted store reads the linked data
 _assert_output "file 15" sh -c "containerfs snapshot export s3 -o - --store '$S' | tar -xOf - s3/Documents/f15"
