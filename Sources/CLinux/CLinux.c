@@ -29,6 +29,7 @@
 const int clinux_O_PATH = O_PATH;
 const int clinux_O_DIRECT = O_DIRECT;
 const int clinux_O_NOATIME = O_NOATIME;
+const int clinux_O_TMPFILE = O_TMPFILE;
 const int clinux_AT_EMPTY_PATH = AT_EMPTY_PATH;
 const unsigned int clinux_RENAME_NOREPLACE = RENAME_NOREPLACE;
 const unsigned int clinux_RENAME_EXCHANGE = RENAME_EXCHANGE;

@@ -57,6 +57,56 @@ struct FileWrapperTests {
         #expect(chmod(s.path + "/src/a.txt", 0o640) == 0)
     }
 
+    /// `.immediate` reads the data now: the wrapper keeps it after the file is gone.
+    @Test func immediateReadingKeepsTheDataInMemory() throws {
+        let s = try Scratch()
+        try makeTree(s)
+        let wrapper = try FileWrapper(directory: s.fd, name: Array("src".utf8), options: FileWrapper.ReadingOptions(immediate: true))
+        #expect(unlink(s.path + "/src/a.txt") == 0 && unlink(s.path + "/src/sub/a-link") == 0)
+        let a = try #require(wrapper.fileWrappers?["a.txt"])
+        #expect(try a.regularFileContents() == Array("alpha".utf8))
+    }
+
+    /// With `originalContents`, an unchanged file read from there is hard-linked, not copied;
+    /// one whose attributes changed in memory, and in-memory data, are written anew.
+    @Test func writeLinksUnchangedFilesFromTheOriginalContents() throws {
+        let s = try Scratch()
+        try makeTree(s)
+        let wrapper = try FileWrapper(directory: s.fd, name: Array("src".utf8))
+        let sub = try #require(wrapper.fileWrappers?["sub"])
+        try #require(sub.fileWrappers?["b.bin"]).fileAttributes.mode = 0o600
+        _ = wrapper.addFileWrapper({ let w = FileWrapper(regularFileWithContents: Array("new".utf8)); w.preferredFilename = "new.txt"; return w }())
+        try wrapper.write(to: s.fd, name: Array("saved".utf8), originalContents: (s.fd, Array("src".utf8)))
+        #expect(s.stat("saved/a.txt").st_ino == s.stat("src/a.txt").st_ino)
+        #expect(s.stat("saved/sub/b.bin").st_ino != s.stat("src/sub/b.bin").st_ino)
+        #expect(s.stat("saved/sub/b.bin").st_mode & 0o7777 == 0o600 && s.stat("src/sub/b.bin").st_mode & 0o7777 == 0o644)
+        #expect(s.read("saved/new.txt") == "new")
+        #expect(wrapper.matchesContents(of: s.fd, name: Array("saved".utf8)))
+    }
+
+    /// `serializedRepresentation` is a pax archive; reading it back gives the same tree,
+    /// data in memory; bytes that are not an archive are refused with the reason.
+    @Test func serializedRepresentationRoundTrips() throws {
+        let s = try Scratch()
+        try makeTree(s)
+        #expect(unlink(s.path + "/src/fifo") == 0)
+        #expect(unlink(s.path + "/src/dangling") == 0)  // absolute links are refused on import
+        let wrapper = try FileWrapper(directory: s.fd, name: Array("src".utf8))
+        let bytes = try wrapper.serializedRepresentation()
+        #expect(bytes.count > 100_000 && Array(bytes[257..<262]) == Array("ustar".utf8))
+        let back = try FileWrapper(serializedRepresentation: bytes)
+        #expect(!back.sameContents(as: wrapper))  // ustar keeps whole seconds of modification times
+        func toSeconds(_ w: FileWrapper) {
+            w.fileAttributes.modificationNanoseconds = 0
+            w.fileWrappers?.values.forEach(toSeconds)
+        }
+        toSeconds(wrapper)
+        toSeconds(back)
+        #expect(back.sameContents(as: wrapper))
+        #expect(try back.fileWrappers?["sub"]?.fileWrappers?["b.bin"]?.regularFileContents()?.count == 100_000)
+        #expect(throws: FileManagerError.self) { try FileWrapper(serializedRepresentation: Array("not an archive".utf8)) }
+    }
+
     @Test func readsATreeWithoutFollowingLinksAndSkipsAFIFO() throws {
         let s = try Scratch()
         try makeTree(s)

@@ -17,6 +17,7 @@
 extern const int clinux_O_PATH;
 extern const int clinux_O_DIRECT;
 extern const int clinux_O_NOATIME;
+extern const int clinux_O_TMPFILE;
 extern const int clinux_AT_EMPTY_PATH;
 extern const unsigned int clinux_RENAME_NOREPLACE;
 extern const unsigned int clinux_RENAME_EXCHANGE;

@@ -4,6 +4,7 @@ import CLinux
 public let O_PATH: CInt = clinux_O_PATH
 public let O_DIRECT: CInt = clinux_O_DIRECT
 public let O_NOATIME: CInt = clinux_O_NOATIME
+public let O_TMPFILE: CInt = clinux_O_TMPFILE
 public let RENAME_NOREPLACE: UInt32 = clinux_RENAME_NOREPLACE
 public let RENAME_EXCHANGE: UInt32 = clinux_RENAME_EXCHANGE
 public let RENAME_WHITEOUT: UInt32 = clinux_RENAME_WHITEOUT

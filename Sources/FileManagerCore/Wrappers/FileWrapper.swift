@@ -116,13 +116,17 @@ public final class FileWrapper: @unchecked Sendable {
         /// Where a regular file's data is when it is not the file's own: a snapshot read in
         /// the store (`SnapshotData.openLinked`), by the file's inode number; nil: its own.
         public var linkedData: (@Sendable (_ inode: UInt64) -> CInt?)?
+        /// Regular files' data read now, into memory (NSFileWrapper's `.immediate`), rather
+        /// than when it is first needed.
+        public var immediate: Bool
 
         public init(include: @escaping ([UInt8], stat, CInt) -> Bool = { _, _, _ in true },
                     warning: @escaping (String) -> Void = { _ in },
-                    linkedData: (@Sendable (_ inode: UInt64) -> CInt?)? = nil) {
+                    linkedData: (@Sendable (_ inode: UInt64) -> CInt?)? = nil, immediate: Bool = false) {
             self.include = include
             self.warning = warning
             self.linkedData = linkedData
+            self.immediate = immediate
         }
     }
 
@@ -150,7 +154,7 @@ public final class FileWrapper: @unchecked Sendable {
         fileAttributes = attributes
     }
 
-    private init(contents: Contents, attributes: FileWrapperAttributes, name: [UInt8]) {
+    init(contents: Contents, attributes: FileWrapperAttributes, name: [UInt8]) {
         self.contents = contents
         fileAttributes = attributes
         let text = String(decoding: name, as: UTF8.self)
@@ -193,7 +197,9 @@ public final class FileWrapper: @unchecked Sendable {
         case S_IFREG:
             let attributes = FileWrapperAttributes(st, xattrsOf: fd)
             let source = FileWrapperSource(parent: parent, name: name, st, linkedData: options.linkedData)
-            return FileWrapper(contents: .file(source), attributes: attributes, name: name)
+            let wrapper = FileWrapper(contents: .file(source), attributes: attributes, name: name)
+            if options.immediate, let bytes = try wrapper.regularFileContents() { wrapper.contents = .bytes(bytes) }
+            return wrapper
         case S_IFLNK:
             let destination: [UInt8]
             do { destination = try Syscall.readlink(pathDescriptor: fd) } catch { throw FileManagerError(error, path: display) }
@@ -352,10 +358,16 @@ public final class FileWrapper: @unchecked Sendable {
     /// write does, unless `replacing` is false). Hard links read inside the tree stay hard
     /// links; data is shared with the source where the file system can (FICLONE), else
     /// copied (copy_file_range).
+    ///
+    /// `originalContents` (NSFileWrapper's `originalContentsURL`: the item `name` of the
+    /// directory descriptor given, typically what is being replaced): a file read from the
+    /// disk that is still, unchanged, at the same path there is hard-linked from there
+    /// rather than copied.
     @discardableResult
-    public func write(to dir: CInt, name: [UInt8], replacing: Bool = true) throws(FileManagerError) -> Totals {
+    public func write(to dir: CInt, name: [UInt8], replacing: Bool = true,
+                      originalContents: (dir: CInt, name: [UInt8])? = nil) throws(FileManagerError) -> Totals {
         let staging = Array(".\(Bytes.display(name)).cfs-staging-\(getpid())-\(UInt32.random(in: 0...UInt32.max))".utf8)
-        let totals = try writeInPlace(to: dir, name: staging)
+        let totals = try writeInPlace(to: dir, name: staging, original: originalContents, sharing: nil)
         do {
             try withCName(staging) { s throws(Errno) in
                 try withCName(name) { n throws(Errno) in
@@ -390,12 +402,12 @@ public final class FileWrapper: @unchecked Sendable {
     }
 
     func writeInPlace(to dir: CInt, name: [UInt8], linker: Linker? = nil, progress: ((Int) -> Void)? = nil,
-                      sharing: ((DataSharing) -> Void)?) throws(FileManagerError) -> Totals {
+                      original: (dir: CInt, name: [UInt8])? = nil, sharing: ((DataSharing) -> Void)?) throws(FileManagerError) -> Totals {
         let context = WriteContext()
         context.linker = linker
         context.progress = progress
         do {
-            try build(in: dir, name, display: Bytes.display(name), context)
+            try build(in: dir, name, display: Bytes.display(name), context, original: original)
         } catch {
             Self.removeItem(dir, name)
             throw error
@@ -417,7 +429,9 @@ public final class FileWrapper: @unchecked Sendable {
         }
     }
 
-    private func build(in dir: CInt, _ name: [UInt8], display: String, _ context: WriteContext) throws(FileManagerError) {
+    /// `original`: where this item was in the original contents, if anywhere.
+    private func build(in dir: CInt, _ name: [UInt8], display: String, _ context: WriteContext,
+                       original: (dir: CInt, name: [UInt8])? = nil) throws(FileManagerError) {
         do throws(Errno) {
             switch contents {
             case .bytes(let bytes):
@@ -441,6 +455,16 @@ public final class FileWrapper: @unchecked Sendable {
                 if source.linkCount > 1, let first = context.linked[identity] {
                     try withCName(name) { p throws(Errno) in try Syscall.link(pathDescriptor: first, dir, p) }
                     context.totals.files += 1
+                    context.progress?(context.totals.files)
+                    return
+                }
+                if let original, unchanged(source, at: original) {
+                    // Unchanged in the original contents: the same file, one more name.
+                    try withCName(original.name) { o throws(Errno) in
+                        try withCName(name) { p throws(Errno) in try Syscall.linkat(original.dir, o, dir, p, 0) }
+                    }
+                    context.totals.files += 1
+                    context.totals.bytes += source.size
                     context.progress?(context.totals.files)
                     return
                 }
@@ -484,11 +508,27 @@ public final class FileWrapper: @unchecked Sendable {
             throw FileManagerError(error, path: display)
         }
         defer { Syscall.close(fd) }
+        let originalFD = original.flatMap { o in
+            try? withCName(o.name) { p throws(Errno) in try Syscall.openat(o.dir, p, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC) }
+        }
+        defer { if let originalFD { Syscall.close(originalFD) } }
         for childName in children.keys.sorted(by: { $0.lexicographicallyPrecedes($1) }) {
-            try children[childName]!.build(in: fd, childName, display: display + "/" + Bytes.display(childName), context)
+            try children[childName]!.build(in: fd, childName, display: display + "/" + Bytes.display(childName), context,
+                                           original: originalFD.map { ($0, childName) })
         }
         do { try apply(to: fd, isSymlink: false, context) } catch { throw FileManagerError(error, path: display) }
         context.totals.directories += 1
+    }
+
+    /// Whether the file `source` was read from is the item at `original`, with the size it
+    /// was read with and the attributes this wrapper has now.
+    private func unchanged(_ source: FileWrapperSource, at original: (dir: CInt, name: [UInt8])) -> Bool {
+        guard let fd = try? withCName(original.name, { p throws(Errno) in
+            try Syscall.openat(original.dir, p, O_PATH | O_NOFOLLOW | O_CLOEXEC)
+        }) else { return false }
+        defer { Syscall.close(fd) }
+        guard let st = try? Syscall.fstat(fd), FileIdentity(st) == source.identity, Int64(st.st_size) == source.size else { return false }
+        return FileWrapperAttributes(st, xattrsOf: fd) == fileAttributes
     }
 
     /// Gives the new file `fd` the data of `src`: shared extents, else a link (a sparse

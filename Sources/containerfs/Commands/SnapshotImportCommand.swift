@@ -75,8 +75,7 @@ extension SnapshotCommand {
         /// Standard input, copied into an unnamed temporary file (O_TMPFILE).
         static func spool() throws -> CInt {
             let dir = ProcessInfo.processInfo.environment["TMPDIR"] ?? "/tmp"
-            // O_TMPFILE (__O_TMPFILE | O_DIRECTORY): Glibc's module does not export it.
-            let fd = open(dir, 0o20000000 | O_DIRECTORY | O_RDWR | O_CLOEXEC, 0o600)
+            let fd = open(dir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0o600)
             guard fd >= 0 else { throw CommandFailure("\(dir): cannot hold a copy of standard input: \(String(cString: strerror(errno)))") }
             let buffer = UnsafeMutableRawPointer.allocate(byteCount: 1 << 20, alignment: 4096)
             defer { buffer.deallocate() }
