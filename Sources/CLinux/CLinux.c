@@ -248,7 +248,7 @@ int clinux_ficlone(int dst, int src) {
 
 /* MARK: fanotify */
 const uint64_t clinux_FAN_CREATE = FAN_CREATE, clinux_FAN_DELETE = FAN_DELETE, clinux_FAN_MOVED_FROM = FAN_MOVED_FROM,
-    clinux_FAN_MOVED_TO = FAN_MOVED_TO, clinux_FAN_ATTRIB = FAN_ATTRIB, clinux_FAN_CLOSE_WRITE = FAN_CLOSE_WRITE,
+    clinux_FAN_MOVED_TO = FAN_MOVED_TO, clinux_FAN_ATTRIB = FAN_ATTRIB, clinux_FAN_CLOSE_WRITE = FAN_CLOSE_WRITE, clinux_FAN_MODIFY = FAN_MODIFY, clinux_FAN_RENAME = FAN_RENAME,
     clinux_FAN_ONDIR = FAN_ONDIR, clinux_FAN_Q_OVERFLOW = FAN_Q_OVERFLOW, clinux_FAN_DELETE_SELF = FAN_DELETE_SELF;
 
 int clinux_fanotify_init(void) {
@@ -257,7 +257,7 @@ int clinux_fanotify_init(void) {
 }
 
 int clinux_fanotify_mark_filesystem(int fan, int dirfd) {
-    uint64_t mask = FAN_CREATE | FAN_DELETE | FAN_MOVED_FROM | FAN_MOVED_TO | FAN_ATTRIB | FAN_CLOSE_WRITE | FAN_ONDIR;
+    uint64_t mask = FAN_CREATE | FAN_DELETE | FAN_RENAME | FAN_ATTRIB | FAN_MODIFY | FAN_CLOSE_WRITE | FAN_ONDIR;
     /* ".": the store's descriptors are O_PATH, which fanotify_mark takes only through a path. */
     return fanotify_mark(fan, FAN_MARK_ADD | FAN_MARK_FILESYSTEM, mask, dirfd, ".");
 }
@@ -271,6 +271,10 @@ long clinux_fanotify_parse(const void *buf, long len, long offset, struct clinux
     out->dir = NULL;
     out->name = NULL;
     out->object = NULL;
+    out->old_dir = NULL;
+    out->old_name = NULL;
+    out->new_dir = NULL;
+    out->new_name = NULL;
     long at = m->metadata_len;
     while (at + (long)sizeof(struct fanotify_event_info_header) <= (long)m->event_len) {
         const struct fanotify_event_info_header *h = (const void *)((const char *)m + at);
@@ -287,6 +291,14 @@ long clinux_fanotify_parse(const void *buf, long len, long offset, struct clinux
             break;
         case FAN_EVENT_INFO_TYPE_FID:
             out->object = handle;
+            break;
+        case FAN_EVENT_INFO_TYPE_OLD_DFID_NAME:
+            out->old_dir = handle;
+            out->old_name = (const char *)handle->f_handle + handle->handle_bytes;
+            break;
+        case FAN_EVENT_INFO_TYPE_NEW_DFID_NAME:
+            out->new_dir = handle;
+            out->new_name = (const char *)handle->f_handle + handle->handle_bytes;
             break;
         default:
             break;

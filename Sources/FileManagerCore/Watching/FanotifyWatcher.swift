@@ -211,19 +211,56 @@ public final class FanotifyWatcher: StoreWatching, @unchecked Sendable {
             return
         }
         var inStore = false
-        // The entry: made, removed or moved, in a directory the kernel holds.
-        let entryMask = clinux_FAN_CREATE | clinux_FAN_DELETE | clinux_FAN_MOVED_FROM | clinux_FAN_MOVED_TO
-        if event.mask & entryMask != 0, let dir = event.dir, let namePointer = event.name,
-           let dirInode = inode(of: dir), dirInode == trashInode || volume.item(dirInode) != nil,
-           let name = FilePath.Component(platformString: namePointer) {
+        // The directory of the entry (or of the object the event is about), if the kernel
+        // holds it: only then can it cache anything under it.
+        let dirInode = heldDirectory(event.dir)
+        let name = event.name.flatMap { FilePath.Component(platformString: $0) }
+        // The entry: made or removed.
+        if event.mask & (clinux_FAN_CREATE | clinux_FAN_DELETE) != 0, let dirInode, let name {
             inStore = true
-            entryChanged(dirInode, name, mask: event.mask, inline: inline)
+            entryChanged(dirInode, name, appeared: event.mask & clinux_FAN_CREATE != 0, inline: inline)
+            if let listener, listener.wantsStoreChanges, let path = mountPath(dirInode, name) {
+                listener.storeChanged(event.mask & clinux_FAN_CREATE != 0 ? .appeared(path) : .deleted(path))
+            }
         }
-        // The object: its attributes, link count or content changed.
-        if event.mask & (clinux_FAN_ATTRIB | clinux_FAN_CLOSE_WRITE) != 0, let object = event.object,
-           let objectInode = inode(of: object), let item = volume.item(objectInode) {
-            inStore = true
-            itemChanged(item, inline: inline)
+        // Moved: both names in one event (a move into or out of what the kernel holds is
+        // only a creation or a deletion for it).
+        if event.mask & clinux_FAN_RENAME != 0 {
+            let fromDir = heldDirectory(event.old_dir), toDir = heldDirectory(event.new_dir)
+            let fromName = event.old_name.flatMap { FilePath.Component(platformString: $0) }
+            let toName = event.new_name.flatMap { FilePath.Component(platformString: $0) }
+            let wanted = listener?.wantsStoreChanges == true
+            var from: FilePath?, to: FilePath?
+            if let fromDir, let fromName {
+                inStore = true
+                entryChanged(fromDir, fromName, appeared: false, inline: inline)
+                if wanted { from = mountPath(fromDir, fromName) }
+            }
+            if let toDir, let toName {
+                inStore = true
+                entryChanged(toDir, toName, appeared: true, inline: inline)
+                if wanted { to = mountPath(toDir, toName) }
+            }
+            if let listener, wanted {
+                switch (from, to) {
+                case let (from?, to?): listener.storeChanged(.moved(from: from, to: to))
+                case let (from?, nil): listener.storeChanged(.deleted(from))
+                case let (nil, to?): listener.storeChanged(.appeared(to))
+                case (nil, nil): break
+                }
+            }
+        }
+        // The object: its content, attributes or link count changed. Also one the kernel
+        // does not hold yet in a directory it holds: a look-up racing the change may be
+        // about to hand it the old state (`OutsideItemChanges`, the notifier's retries).
+        if event.mask & (clinux_FAN_ATTRIB | clinux_FAN_CLOSE_WRITE | clinux_FAN_MODIFY) != 0, let object = event.object,
+           let objectInode = inode(of: object) {
+            let item = volume.item(objectInode)
+            if item != nil || dirInode != nil {
+                inStore = true
+                let known = item?.placement ?? name.flatMap { n in dirInode.map { ($0 == trashInode ? Volume.rootInode : $0, n) } }
+                itemChanged(objectInode, item, handle: object, knownAs: known, inline: inline)
+            }
         }
         if inStore { counts.outside += 1 } else { counts.elsewhere += 1 }
         if debugEvents {
@@ -232,30 +269,32 @@ public final class FanotifyWatcher: StoreWatching, @unchecked Sendable {
         }
     }
 
-    private func entryChanged(_ dirInode: UInt64, _ name: FilePath.Component, mask: UInt64, inline: Bool) {
+    /// The inode of the directory a handle names, if the kernel may cache entries of it
+    /// (an item it holds, or `STORE/trash`, whose entries sit at the mount root).
+    private func heldDirectory(_ handle: UnsafeRawPointer?) -> UInt64? {
+        guard let handle, let inode = inode(of: handle) else { return nil }
+        return inode == trashInode || volume.item(inode) != nil ? inode : nil
+    }
+
+    /// An entry of the directory `dirInode` was made, removed, or moved there or away.
+    private func entryChanged(_ dirInode: UInt64, _ name: FilePath.Component, appeared: Bool, inline: Bool) {
         let directoryNode = dirInode == trashInode ? Volume.rootInode : dirInode
-        if mask & (clinux_FAN_DELETE | clinux_FAN_MOVED_FROM | clinux_FAN_MOVED_TO) != 0 {
-            volume.items.outsideEntryEpoch.add(1, ordering: .releasing)
-        }
+        // A name may have gone: every item is due for a check of its name at its next OPEN.
+        if !appeared { volume.items.outsideEntryEpoch.add(1, ordering: .releasing) }
         volume.listingChanged(directoryNode)
         if inline { volume.notify { $0.entryChangedOutside(parent: directoryNode, name: name) } }
         else { volume.notify { $0.entryChanged(parent: directoryNode, name: name) } }
         tellItemChanged(directoryNode, inline: inline)
-        if let listener, listener.wantsStoreChanges {
-            let dirFD = dirInode == trashInode ? volume.store.trashFD : volume.item(dirInode)?.fd ?? -1
-            if let path = mountPath(of: dirFD, name) {
-                listener.storeChanged(mask & (clinux_FAN_CREATE | clinux_FAN_MOVED_TO) != 0 ? .appeared(path) : .deleted(path))
-            }
-        }
     }
 
     /// The item changed outside the mount: the kernel's caches of it go (as
     /// `StoreWatcher.changedOutside`).
-    private func itemChanged(_ item: Item, inline: Bool) {
-        let inode = item.inode
-        volume.outsideItemChanges.note(inode)
+    private func itemChanged(_ inode: UInt64, _ item: Item?, handle: UnsafeRawPointer,
+                             knownAs entry: (parent: UInt64, name: FilePath.Component)?, inline: Bool) {
+        volume.outsideItemChanges.note(inode)  // before the table is asked again: see there
         volume.forgetCachedAttributes(inode)
-        guard item.fd >= 0, let st = try? Syscall.fstat(item.fd) else {
+        let item = item ?? volume.item(inode)
+        guard let st = state(item, handle) else {
             tellItemChanged(inode, inline: inline, noted: true)
             return
         }
@@ -264,11 +303,20 @@ public final class FanotifyWatcher: StoreWatching, @unchecked Sendable {
         let held = volume.kernelCachesWrites ? file : nil
         if let held { volume.markChangedOutside(held) }
         tellItemChanged(inode, inline: inline, noted: true)
-        if held != nil { volume.letGoOfOldInode(inode, knownAs: item.placement) }
-        if let listener, listener.wantsStoreChanges, let (parent, name) = item.placement, let dir = volume.item(parent),
-           let path = mountPath(of: dir.fd, name) {
+        if held != nil { volume.letGoOfOldInode(inode, knownAs: entry) }
+        if let listener, listener.wantsStoreChanges, let (parent, name) = entry,
+           let path = mountPath(parent == Volume.rootInode ? trashInode : parent, name) {
             listener.storeChanged(.changed(path))
         }
+    }
+
+    /// The item's state: by its descriptor if the daemon holds it, else by its handle.
+    private func state(_ item: Item?, _ handle: UnsafeRawPointer) -> stat? {
+        if let item, item.fd >= 0 { return try? Syscall.fstat(item.fd) }
+        let fd = clinux_open_handle(mountFD, handle)
+        guard fd >= 0 else { return nil }
+        defer { Glibc.close(fd) }
+        return try? Syscall.fstat(fd)
     }
 
     private func tellItemChanged(_ inode: UInt64, inline: Bool, noted: Bool = false) {
@@ -310,9 +358,10 @@ public final class FanotifyWatcher: StoreWatching, @unchecked Sendable {
         return UInt64(st.st_ino)
     }
 
-    /// The mount path of `name` in the directory behind `fd`, for presenters (as
-    /// `StoreWatcher.relativePath`).
-    private func mountPath(of fd: CInt, _ name: FilePath.Component) -> FilePath? {
+    /// The mount path of `name` in the directory `dirInode` (an item, or `STORE/trash`), for
+    /// presenters (as `StoreWatcher.relativePath`).
+    private func mountPath(_ dirInode: UInt64, _ name: FilePath.Component) -> FilePath? {
+        let fd = dirInode == trashInode ? volume.store.trashFD : volume.item(dirInode)?.fd ?? -1
         guard fd >= 0, let target = try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/fd/\(fd)") else { return nil }
         var path = FilePath(target)
         guard path.removePrefix(volume.store.resolvedPath) else { return nil }
