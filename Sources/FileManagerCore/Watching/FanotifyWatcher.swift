@@ -44,8 +44,9 @@ extension StoreWatcher: StoreWatching {
 /// costs a redundant invalidation of the written file at its close, never a missed one.
 ///
 /// Catching up (an OPEN): fsnotify queues an event before the change's system call
-/// returns, so a drain of the queue to EAGAIN started after a request asked has heard of
-/// every change made before it.
+/// returns, so handling the events queued when a request asked (FIONREAD) hears of every
+/// change made before it; not the queue to its end, which other programs' changes on the
+/// marked file system may never let empty.
 public final class FanotifyWatcher: StoreWatching, @unchecked Sendable {
     private let volume: Volume
     private let fan: CInt
@@ -63,7 +64,14 @@ public final class FanotifyWatcher: StoreWatching, @unchecked Sendable {
     /// Held by whoever reads and handles events; guards `buffer`, `handles` and the counts.
     private let draining = Mutex<Void>(())
     /// Requests waiting for a drain that begins after they asked.
-    private let waiters = Mutex<[(inode: UInt64, then: @Sendable () -> Void)]>([])
+    /// Each waits until `handled` reaches its `until`: the events read before it asked and
+    /// those queued then (`whenCaughtUp`).
+    private let waiters = Mutex<[(inode: UInt64, until: Int, then: @Sendable () -> Void)]>([])
+    /// Events read from the queue, counted under this lock together with the read(2) that
+    /// took them, so that a request measuring the queue with it held counts each event
+    /// once or more, never not at all; and events handled (`draining` held).
+    private let readCount = Mutex<Int>(0)
+    private var handled = 0
     static let bufferSize = 64 * 1024
     private let buffer = UnsafeMutableRawPointer.allocate(byteCount: FanotifyWatcher.bufferSize, alignment: 8)
     /// Inode numbers of the handles seen (`draining` held); forgotten past `handleCacheLimit`.
@@ -138,11 +146,16 @@ public final class FanotifyWatcher: StoreWatching, @unchecked Sendable {
             let ready = poll(&pollers, 2, -1)
             if ready <= 0 { continue }
             if pollers[1].revents != 0 { clearWake() }
+            // One read per hold of `draining`: requests waiting for a few events are let
+            // go as soon as those are handled, not after a backlog of other programs' events.
             let released = draining.withLock { _ in
-                // Taken before the drain: each asked before it began, so it covers them.
-                let due = waiters.withLock { w in defer { w.removeAll() }; return w }
-                drain(inline: true)
-                return due
+                let empty = drainOnce(inline: true)
+                return waiters.withLock { w in
+                    // Found empty with `draining` held: whatever any waiter asked for is handled.
+                    let due = w.filter { empty || $0.until <= handled }
+                    w.removeAll { empty || $0.until <= handled }
+                    return due
+                }
             }
             for w in released where !volume.afterObserversCaughtUp(with: w.inode, w.then) { w.then() }
         }
@@ -151,7 +164,14 @@ public final class FanotifyWatcher: StoreWatching, @unchecked Sendable {
 
     /// Drains here unless another thread is draining; false when one was.
     private func catchUpHere() -> Bool {
-        draining.withLockIfAvailable { _ in drain(inline: false) } != nil
+        draining.withLockIfAvailable { _ -> Bool in
+            // Everything read is handled while `draining` is held.
+            let until = handled + queuedEvents()
+            while handled < until, !drainOnce(inline: false) {}
+            // Requests waiting for what this handled are let go by the watcher thread.
+            if waiters.withLock({ !$0.isEmpty }) { wake() }
+            return true
+        } ?? false
     }
 
     public func isCaughtUp(with inode: UInt64) -> Bool {
@@ -163,7 +183,8 @@ public final class FanotifyWatcher: StoreWatching, @unchecked Sendable {
             if !volume.afterObserversCaughtUp(with: inode, then) { then() }
             return
         }
-        waiters.withLock { $0.append((inode, then)) }
+        let until = readCount.withLock { $0 + queuedEvents() }
+        waiters.withLock { $0.append((inode, until, then)) }
         wake()
     }
 
@@ -176,27 +197,45 @@ public final class FanotifyWatcher: StoreWatching, @unchecked Sendable {
 
     private func clearWake() {
         var count: UInt64 = 0
-        _ = read(wakeFD, &count, 8)
+        _ = Glibc.read(wakeFD, &count, 8)
     }
 
     // MARK: - Events
 
-    /// Reads and handles events until the queue is empty; `draining` held. `inline`: on the
-    /// watcher thread (observers may act at once), else a request thread (they queue it).
-    private func drain(inline: Bool) {
-        while true {
-            let n = read(fan, buffer, Self.bufferSize)
-            if n < 0 && errno == EINTR { continue }
-            guard n > 0 else { return }
+    /// How many events are queued now (FIONREAD counts a fanotify queue's events in
+    /// metadata lengths, without their info records).
+    private func queuedEvents() -> Int {
+        clinux_bytes_queued(fan) / 24  // FAN_EVENT_METADATA_LEN
+    }
+
+    /// Reads the queue once and handles what was read; true when it was empty. `draining`
+    /// held. `inline`: on the watcher thread (observers may act at once), else a request
+    /// thread (they queue it). With the whole file system marked, other programs may keep
+    /// the queue from ever emptying: a catch-up handles what was queued when it asked
+    /// (FIONREAD), never "until empty".
+    private func drainOnce(inline: Bool) -> Bool {
+        var events: [clinux_fan_event] = []
+        let n = readCount.withLock { count -> Int in
+            var n = Glibc.read(fan, buffer, Self.bufferSize)
+            while n < 0 && errno == EINTR { n = Glibc.read(fan, buffer, Self.bufferSize) }
+            guard n > 0 else { return n }
             var offset = 0
             var event = clinux_fan_event()
             while true {
                 let length = clinux_fanotify_parse(buffer, n, offset, &event)
                 guard length > 0 else { break }
-                handle(event, inline: inline)
+                events.append(event)
                 offset += length
             }
+            count += events.count
+            return n
         }
+        guard n > 0 else { return true }
+        for event in events {
+            handle(event, inline: inline)
+            handled += 1
+        }
+        return false
     }
 
     private func handle(_ event: clinux_fan_event, inline: Bool) {
@@ -219,9 +258,11 @@ public final class FanotifyWatcher: StoreWatching, @unchecked Sendable {
         if event.mask & (clinux_FAN_CREATE | clinux_FAN_DELETE) != 0, let dirInode, let name {
             inStore = true
             entryChanged(dirInode, name, appeared: event.mask & clinux_FAN_CREATE != 0, inline: inline)
-            if let listener, listener.wantsStoreChanges, let path = mountPath(dirInode, name) {
-                listener.storeChanged(event.mask & clinux_FAN_CREATE != 0 ? .appeared(path) : .deleted(path))
-            }
+        }
+        // Presenters hear of every change in the store, held by the kernel or not.
+        let wanted = listener?.wantsStoreChanges == true
+        if wanted, event.mask & (clinux_FAN_CREATE | clinux_FAN_DELETE) != 0, let path = presenterPath(event.dir, name) {
+            listener?.storeChanged(event.mask & clinux_FAN_CREATE != 0 ? .appeared(path) : .deleted(path))
         }
         // Moved: both names in one event (a move into or out of what the kernel holds is
         // only a creation or a deletion for it).
@@ -229,17 +270,15 @@ public final class FanotifyWatcher: StoreWatching, @unchecked Sendable {
             let fromDir = heldDirectory(event.old_dir), toDir = heldDirectory(event.new_dir)
             let fromName = event.old_name.flatMap { FilePath.Component(platformString: $0) }
             let toName = event.new_name.flatMap { FilePath.Component(platformString: $0) }
-            let wanted = listener?.wantsStoreChanges == true
-            var from: FilePath?, to: FilePath?
+            let from = wanted ? presenterPath(event.old_dir, fromName) : nil
+            let to = wanted ? presenterPath(event.new_dir, toName) : nil
             if let fromDir, let fromName {
                 inStore = true
                 entryChanged(fromDir, fromName, appeared: false, inline: inline)
-                if wanted { from = mountPath(fromDir, fromName) }
             }
             if let toDir, let toName {
                 inStore = true
                 entryChanged(toDir, toName, appeared: true, inline: inline)
-                if wanted { to = mountPath(toDir, toName) }
             }
             if let listener, wanted {
                 switch (from, to) {
@@ -261,6 +300,9 @@ public final class FanotifyWatcher: StoreWatching, @unchecked Sendable {
                 let known = item?.placement ?? name.flatMap { n in dirInode.map { ($0 == trashInode ? Volume.rootInode : $0, n) } }
                 itemChanged(objectInode, item, handle: object, knownAs: known, inline: inline)
             }
+        }
+        if wanted, event.mask & (clinux_FAN_ATTRIB | clinux_FAN_CLOSE_WRITE) != 0, let path = presenterPath(event.dir, name) {
+            listener?.storeChanged(.changed(path))
         }
         if inStore { counts.outside += 1 } else { counts.elsewhere += 1 }
         if debugEvents {
@@ -304,10 +346,6 @@ public final class FanotifyWatcher: StoreWatching, @unchecked Sendable {
         if let held { volume.markChangedOutside(held) }
         tellItemChanged(inode, inline: inline, noted: true)
         if held != nil { volume.letGoOfOldInode(inode, knownAs: entry) }
-        if let listener, listener.wantsStoreChanges, let (parent, name) = entry,
-           let path = mountPath(parent == Volume.rootInode ? trashInode : parent, name) {
-            listener.storeChanged(.changed(path))
-        }
     }
 
     /// The item's state: by its descriptor if the daemon holds it, else by its handle.
@@ -358,15 +396,22 @@ public final class FanotifyWatcher: StoreWatching, @unchecked Sendable {
         return UInt64(st.st_ino)
     }
 
-    /// The mount path of `name` in the directory `dirInode` (an item, or `STORE/trash`), for
-    /// presenters (as `StoreWatcher.relativePath`).
-    private func mountPath(_ dirInode: UInt64, _ name: FilePath.Component) -> FilePath? {
-        let fd = dirInode == trashInode ? volume.store.trashFD : volume.item(dirInode)?.fd ?? -1
-        guard fd >= 0, let target = try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/fd/\(fd)") else { return nil }
+    /// The mount path of `name` in the directory a handle names, for presenters (as
+    /// `StoreWatcher.relativePath`); nil outside `containers/`, `snapshots/` and `trash/`.
+    /// A look-up by handle per event while presenters listen, of other programs' events too.
+    private func presenterPath(_ handle: UnsafeRawPointer?, _ name: FilePath.Component?) -> FilePath? {
+        guard let handle, let name else { return nil }
+        let fd = clinux_open_handle(mountFD, handle)
+        guard fd >= 0 else { return nil }
+        defer { Glibc.close(fd) }
+        guard let target = try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/fd/\(fd)") else { return nil }
         var path = FilePath(target)
         guard path.removePrefix(volume.store.resolvedPath) else { return nil }
         path.root = "/"
-        if path.components.first?.string == "trash" { path = FilePath(root: "/", path.components.dropFirst()) }
-        return path.appending(name)
+        switch path.components.first?.string {
+        case "containers", "snapshots": return path.appending(name)
+        case "trash": return FilePath(root: "/", path.components.dropFirst()).appending(name)
+        default: return nil
+        }
     }
 }
