@@ -21,6 +21,7 @@
 #include <sys/xattr.h>
 #include <sys/inotify.h>
 #include <sys/fanotify.h>
+#include <sys/vfs.h>
 #include <sys/eventfd.h>
 #include <sys/epoll.h>
 #include <pthread.h>
@@ -310,4 +311,9 @@ long clinux_fanotify_parse(const void *buf, long len, long offset, struct clinux
 
 int clinux_open_handle(int mount_fd, const void *handle) {
     return open_by_handle_at(mount_fd, (struct file_handle *)handle, O_PATH | O_CLOEXEC);
+}
+
+long clinux_fs_type(int fd) {
+    struct statfs fs;
+    return fstatfs(fd, &fs) == 0 ? (long)fs.f_type : 0;
 }

@@ -119,6 +119,8 @@ struct clinux_fan_event {
 /* Parses the event at `offset` of `buf` (`len` bytes read); returns its length, 0 when
    there is none left (or it is malformed). */
 long clinux_fanotify_parse(const void *buf, long len, long offset, struct clinux_fan_event *out);
+/* fstatfs(fd).f_type, or 0 on failure. */
+long clinux_fs_type(int fd);
 /* open_by_handle_at(mount_fd, handle, O_PATH | O_CLOEXEC); -1 with errno. */
 int clinux_open_handle(int mount_fd, const void *handle);
 

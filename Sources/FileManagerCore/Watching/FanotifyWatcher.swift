@@ -83,6 +83,8 @@ public final class FanotifyWatcher: StoreWatching, @unchecked Sendable {
 
     public var isComplete: Bool { true }
     private let debugEvents = getenv("CONTAINERFS_DEBUG_FANOTIFY") != nil
+    /// The store is on ext2/3/4, whose file handles begin with the inode number.
+    private let inodeLeadsHandle: Bool
     public var kind: String { "fanotify" }
 
     /// Throws the errno of `fanotify_init` or `fanotify_mark` when fanotify cannot watch the
@@ -102,6 +104,7 @@ public final class FanotifyWatcher: StoreWatching, @unchecked Sendable {
             throw error
         }
         trashInode = (try? Syscall.fstat(volume.store.trashFD)).map { UInt64($0.st_ino) } ?? 0
+        inodeLeadsHandle = clinux_fs_type(volume.store.containersFD) == 0xEF53
         // open_by_handle_at takes no O_PATH descriptor for its mount.
         mountFD = (try? Syscall.openat(volume.store.rootFD, ".", O_RDONLY | O_DIRECTORY)) ?? -1
         guard mountFD >= 0 else {
@@ -384,7 +387,13 @@ public final class FanotifyWatcher: StoreWatching, @unchecked Sendable {
     /// The inode number of the object a file handle names (nil: gone, or not openable);
     /// remembered, since the handles of a file system name one inode for good.
     private func inode(of handle: UnsafeRawPointer) -> UInt64? {
-        let size = 8 + Int(handle.loadUnaligned(as: UInt32.self))
+        let bytes = Int(handle.loadUnaligned(as: UInt32.self))
+        // ext2/3/4 (FILEID_INO32_GEN, _PARENT): the inode number leads the handle. No system
+        // call for the other programs' events the whole-file-system mark brings.
+        if inodeLeadsHandle, bytes >= 8, (1...2).contains(handle.loadUnaligned(fromByteOffset: 4, as: Int32.self)) {
+            return UInt64(handle.loadUnaligned(fromByteOffset: 8, as: UInt32.self))
+        }
+        let size = 8 + bytes
         let key = [UInt8](UnsafeRawBufferPointer(start: handle, count: size))
         if let known = handles[key] { return known }
         let fd = clinux_open_handle(mountFD, handle)

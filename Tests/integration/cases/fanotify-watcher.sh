@@ -29,8 +29,11 @@ import os, sys, time
 mount, store = sys.argv[1], sys.argv[2]
 stale, late, worst = [], 0, 0.0
 def read(path):
-    with open(path) as f:
-        return f.read()
+    try:
+        with open(path) as f:
+            return f.read()
+    except OSError as e:
+        return os.strerror(e.errno)
 def missing(path):
     try:
         os.stat(path)
