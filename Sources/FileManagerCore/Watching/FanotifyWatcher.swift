@@ -295,16 +295,19 @@ public final class FanotifyWatcher: StoreWatching, @unchecked Sendable {
         // The object: its content, attributes or link count changed. Also one the kernel
         // does not hold yet in a directory it holds: a look-up racing the change may be
         // about to hand it the old state (`OutsideItemChanges`, the notifier's retries).
-        if event.mask & (clinux_FAN_ATTRIB | clinux_FAN_CLOSE_WRITE | clinux_FAN_MODIFY) != 0, let object = event.object,
-           let objectInode = inode(of: object) {
+        // A directory's own event names it as the directory, with the name "." and no
+        // object record (the same handle): its `utime` went unheard (fuzzer seed 7).
+        let isSelf = event.object == nil && (name == nil || name?.string == ".")
+        if event.mask & (clinux_FAN_ATTRIB | clinux_FAN_CLOSE_WRITE | clinux_FAN_MODIFY) != 0,
+           let object = event.object ?? (isSelf ? event.dir : nil), let objectInode = inode(of: object) {
             let item = volume.item(objectInode)
-            if item != nil || dirInode != nil {
+            if item != nil || (dirInode != nil && !isSelf) {
                 inStore = true
                 let known = item?.placement ?? name.flatMap { n in dirInode.map { ($0 == trashInode ? Volume.rootInode : $0, n) } }
                 itemChanged(objectInode, item, handle: object, knownAs: known, inline: inline)
             }
         }
-        if wanted, event.mask & (clinux_FAN_ATTRIB | clinux_FAN_CLOSE_WRITE) != 0, let path = presenterPath(event.dir, name) {
+        if wanted, !isSelf, event.mask & (clinux_FAN_ATTRIB | clinux_FAN_CLOSE_WRITE) != 0, let path = presenterPath(event.dir, name) {
             listener?.storeChanged(.changed(path))
         }
         if inStore { counts.outside += 1 } else { counts.elsewhere += 1 }
