@@ -36,12 +36,14 @@ extension StoreWatcher: StoreWatching {
 ///
 /// Events of the rest of the file system are dropped by handle: a directory or object
 /// that is not an item the daemon holds has nothing cached in the kernel (an entry is
-/// cached only under a directory the kernel holds). Handles map to inode numbers (node ids)
-/// with `open_by_handle_at` + fstat, remembered per handle.
+/// cached only under a directory the kernel holds); presenters still hear of every change
+/// in the store. Handles map to inode numbers (node ids): read from the handle on ext2/3/4,
+/// else with `open_by_handle_at` + fstat, remembered per handle.
 ///
 /// Under `-o passthrough` the kernel does reads and writes of open files in the caller's
 /// context: those writes carry the caller's pid and are taken for outside changes, which
-/// costs a redundant invalidation of the written file at its close, never a missed one.
+/// costs a redundant invalidation of the written file per burst of writes (FAN_MODIFY),
+/// never a missed one.
 ///
 /// Catching up (an OPEN): fsnotify queues an event before the change's system call
 /// returns, so handling the events queued when a request asked (FIONREAD) hears of every
@@ -313,7 +315,7 @@ public final class FanotifyWatcher: StoreWatching, @unchecked Sendable {
         if inStore { counts.outside += 1 } else { counts.elsewhere += 1 }
         if debugEvents {
             let d = event.dir.flatMap { inode(of: $0) }, o = event.object.flatMap { inode(of: $0) }
-            logger.info("fanotify event mask \(String(event.mask, radix: 16)) pid \(event.pid) dir \(d.map(String.init) ?? "-") name \(event.name.map { String(cString: $0) } ?? "-") object \(o.map(String.init) ?? "-") inStore \(inStore)")
+            logger.info("fanotify event mask \(String(event.mask, radix: 16)) pid \(event.pid) dir \(d.map(String.init) ?? "-") name \(name.map { String(describing: $0) } ?? "-") object \(o.map(String.init) ?? "-") inStore \(inStore)")
         }
     }
 
