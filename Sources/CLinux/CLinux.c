@@ -21,6 +21,8 @@
 #include <sys/syscall.h>
 #include <sys/xattr.h>
 #include <sys/inotify.h>
+#include <sys/fanotify.h>
+#include <sys/vfs.h>
 #include <sys/eventfd.h>
 #include <sys/epoll.h>
 #include <pthread.h>
@@ -262,4 +264,75 @@ int clinux_ficlone(int dst, int src) {
 #else
     return ioctl(dst, _IOW(0x94, 9, int), src);
 #endif
+}
+
+/* MARK: fanotify */
+const uint64_t clinux_FAN_CREATE = FAN_CREATE, clinux_FAN_DELETE = FAN_DELETE, clinux_FAN_MOVED_FROM = FAN_MOVED_FROM,
+    clinux_FAN_MOVED_TO = FAN_MOVED_TO, clinux_FAN_ATTRIB = FAN_ATTRIB, clinux_FAN_CLOSE_WRITE = FAN_CLOSE_WRITE, clinux_FAN_MODIFY = FAN_MODIFY, clinux_FAN_RENAME = FAN_RENAME,
+    clinux_FAN_ONDIR = FAN_ONDIR, clinux_FAN_Q_OVERFLOW = FAN_Q_OVERFLOW, clinux_FAN_DELETE_SELF = FAN_DELETE_SELF;
+
+int clinux_fanotify_init(void) {
+    return fanotify_init(FAN_CLASS_NOTIF | FAN_CLOEXEC | FAN_NONBLOCK | FAN_REPORT_DFID_NAME | FAN_REPORT_FID,
+                         O_RDONLY | O_LARGEFILE);
+}
+
+int clinux_fanotify_mark_filesystem(int fan, int dirfd) {
+    uint64_t mask = FAN_CREATE | FAN_DELETE | FAN_RENAME | FAN_ATTRIB | FAN_MODIFY | FAN_CLOSE_WRITE | FAN_ONDIR;
+    /* ".": the store's descriptors are O_PATH, which fanotify_mark takes only through a path. */
+    return fanotify_mark(fan, FAN_MARK_ADD | FAN_MARK_FILESYSTEM, mask, dirfd, ".");
+}
+
+long clinux_fanotify_parse(const void *buf, long len, long offset, struct clinux_fan_event *out) {
+    if (offset + (long)sizeof(struct fanotify_event_metadata) > len) return 0;
+    const struct fanotify_event_metadata *m = (const void *)((const char *)buf + offset);
+    if (m->event_len < sizeof(*m) || offset + (long)m->event_len > len || m->vers != FANOTIFY_METADATA_VERSION) return 0;
+    out->mask = m->mask;
+    out->pid = m->pid;
+    out->dir = NULL;
+    out->name = NULL;
+    out->object = NULL;
+    out->old_dir = NULL;
+    out->old_name = NULL;
+    out->new_dir = NULL;
+    out->new_name = NULL;
+    long at = m->metadata_len;
+    while (at + (long)sizeof(struct fanotify_event_info_header) <= (long)m->event_len) {
+        const struct fanotify_event_info_header *h = (const void *)((const char *)m + at);
+        if (h->len < sizeof(*h) || at + h->len > m->event_len) break;
+        const struct fanotify_event_info_fid *fid = (const void *)h;
+        const struct file_handle *handle = (const void *)fid->handle;
+        switch (h->info_type) {
+        case FAN_EVENT_INFO_TYPE_DFID_NAME:
+            out->dir = handle;
+            out->name = (const char *)handle->f_handle + handle->handle_bytes;
+            break;
+        case FAN_EVENT_INFO_TYPE_DFID:
+            out->dir = handle;
+            break;
+        case FAN_EVENT_INFO_TYPE_FID:
+            out->object = handle;
+            break;
+        case FAN_EVENT_INFO_TYPE_OLD_DFID_NAME:
+            out->old_dir = handle;
+            out->old_name = (const char *)handle->f_handle + handle->handle_bytes;
+            break;
+        case FAN_EVENT_INFO_TYPE_NEW_DFID_NAME:
+            out->new_dir = handle;
+            out->new_name = (const char *)handle->f_handle + handle->handle_bytes;
+            break;
+        default:
+            break;
+        }
+        at += h->len;
+    }
+    return m->event_len;
+}
+
+int clinux_open_handle(int mount_fd, const void *handle) {
+    return open_by_handle_at(mount_fd, (struct file_handle *)handle, O_PATH | O_CLOEXEC);
+}
+
+long clinux_fs_type(int fd) {
+    struct statfs fs;
+    return fstatfs(fd, &fs) == 0 ? (long)fs.f_type : 0;
 }

@@ -24,7 +24,7 @@ public final class FUSEBridge: @unchecked Sendable {
     /// ...and what it may cache once it does not (watch limit reached): short, like an
     /// uncached passthrough.
     let fallbackTimeouts: CacheTimeouts
-    let watcher: StoreWatcher?
+    let watcher: (any StoreWatching)?
     /// Coordination of kernel requests; nil serves them uncoordinated (tests of the bridge).
     public let coordination: MountCoordination?
     let parkedRequests = ParkedRequests()
@@ -36,7 +36,7 @@ public final class FUSEBridge: @unchecked Sendable {
     let kernelMinor = Atomic<UInt32>(0)
 
     public init(volume: Volume, timeouts: CacheTimeouts, fallbackTimeouts: CacheTimeouts = CacheTimeouts(),
-                watcher: StoreWatcher?, coordination: MountCoordination?, passthrough: Bool = false) {
+                watcher: (any StoreWatching)?, coordination: MountCoordination?, passthrough: Bool = false) {
         self.volume = volume
         self.passthrough = passthrough && !volume.kernelCachesWrites ? Passthrough() : nil
         self.coordination = coordination
@@ -48,7 +48,7 @@ public final class FUSEBridge: @unchecked Sendable {
     /// Whether the kernel may keep cached data and long-lived entries: only while every
     /// change to the store reaches us (then we invalidate), never on trust.
     @inline(__always)
-    var isCoherent: Bool { watcher?.complete.load(ordering: .acquiring) ?? false }
+    var isCoherent: Bool { watcher?.isComplete ?? false }
 
     @inline(__always)
     var timeouts: CacheTimeouts { isCoherent ? coherentTimeouts : fallbackTimeouts }

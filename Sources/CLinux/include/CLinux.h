@@ -96,6 +96,37 @@ struct clinux_inotify_event {
     char name[];
 };
 
+/* MARK: fanotify (FileManagerCore/Watching/FanotifyWatcher.swift) */
+/* fanotify_init(FAN_CLASS_NOTIF | FAN_CLOEXEC | FAN_NONBLOCK | FAN_REPORT_DFID_NAME |
+   FAN_REPORT_FID, O_RDONLY | O_LARGEFILE); -1 with errno when refused. */
+int clinux_fanotify_init(void);
+/* Marks the whole file system holding `dirfd` for the watcher's events (entries made,
+   removed and moved (FAN_RENAME: both names in one event), attribute changes, every write (truncate(2) and a writer that keeps
+   the file open tell nothing else) and writes at close, on directories too). 0 or -1. */
+int clinux_fanotify_mark_filesystem(int fan, int dirfd);
+/* The watcher's event bits, and the overflow bit. */
+extern const uint64_t clinux_FAN_CREATE, clinux_FAN_DELETE, clinux_FAN_MOVED_FROM, clinux_FAN_MOVED_TO,
+    clinux_FAN_ATTRIB, clinux_FAN_CLOSE_WRITE, clinux_FAN_MODIFY, clinux_FAN_RENAME, clinux_FAN_ONDIR, clinux_FAN_Q_OVERFLOW, clinux_FAN_DELETE_SELF;
+/* One event of a read buffer, with its info records picked out. */
+struct clinux_fan_event {
+    uint64_t mask;
+    int32_t pid;
+    const void *dir;      /* struct file_handle of the directory (DFID_NAME, DFID), or NULL */
+    const char *name;     /* the entry's name (NUL-terminated, in the buffer), or NULL */
+    const void *object;   /* struct file_handle of the object itself (FID), or NULL */
+    const void *old_dir;  /* FAN_RENAME: where the entry was (OLD_DFID_NAME), or NULL */
+    const char *old_name;
+    const void *new_dir;  /* FAN_RENAME: where it went (NEW_DFID_NAME), or NULL */
+    const char *new_name;
+};
+/* Parses the event at `offset` of `buf` (`len` bytes read); returns its length, 0 when
+   there is none left (or it is malformed). */
+long clinux_fanotify_parse(const void *buf, long len, long offset, struct clinux_fan_event *out);
+/* fstatfs(fd).f_type, or 0 on failure. */
+long clinux_fs_type(int fd);
+/* open_by_handle_at(mount_fd, handle, O_PATH | O_CLOEXEC); -1 with errno. */
+int clinux_open_handle(int mount_fd, const void *handle);
+
 /* MARK: eventfd (non-blocking, close-on-exec, for waking poll) */
 int clinux_eventfd(void);
 /* Waits at most `microseconds` for `fd` to become readable (ppoll: finer than poll's ms);

@@ -10,6 +10,8 @@ struct DaemonAbout: Sendable {
     /// The `-o` options as given (`-d` shown as `debug`).
     let options: [String]
     let bridge: FUSEBridge
+    /// The store watcher in use (`-o watcher=`, after any fallback).
+    var watcher = "inotify"
 
     func status(volume: Volume, clients: MountClients) -> [String: String] {
         var result = [
@@ -21,6 +23,7 @@ struct DaemonAbout: Sendable {
             "containers": "\(volume.registry.list().count)",
             "presenters": "\(clients.presenterCount)",
             "claims": "\(clients.claimCount)",
+            "watcher": watcher,
         ]
         if let proto = bridge.kernelProtocol { result["fuseProtocol"] = proto }
         return result

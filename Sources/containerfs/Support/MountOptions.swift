@@ -43,6 +43,10 @@ struct MountOptions {
     /// coordination costs on the hot path (PERFORMANCE.md); explicit claims then do not
     /// hold back I/O through the mount.
     var coordination = true
+    /// `-o watcher=inotify|fanotify`: the store watcher (DESIGN.md 59). fanotify needs a
+    /// root daemon; when it cannot start, the mount falls back to inotify with a log line.
+    var watcher = WatcherKind.inotify
+    enum WatcherKind: String { case inotify, fanotify }
 
     /// What reaches libfuse and the kernel unchanged: the per-mount flags mount(8) and
     /// mount.fuse3 may pass, `ro`, `auto_unmount`, `debug`. Anything else is refused here:
@@ -78,6 +82,11 @@ struct MountOptions {
                 case "nowriteback", "no_writeback": writeback = false
                 case "passthrough": passthrough = true
                 case "nopassthrough", "no_passthrough": passthrough = false
+                case "watcher":
+                    guard let value, let kind = WatcherKind(rawValue: value) else {
+                        throw ValidationError("-o \(option): the watcher is inotify or fanotify")
+                    }
+                    watcher = kind
                 case "uring": uring = true
                 case "nouring", "no_uring": uring = false
                 case "allow_other": allowOther = true

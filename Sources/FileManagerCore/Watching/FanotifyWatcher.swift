@@ -1,0 +1,431 @@
+import CLinux
+import Dispatch
+import Foundation
+import Glibc
+import Logging
+import Synchronization
+import SystemPackage
+
+/// What the bridge needs of a store watcher: whether it sees every change (long cache
+/// timeouts), and catching up with the changes made before a request (DESIGN.md 27).
+/// `StoreWatcher` (inotify, the default) and `FanotifyWatcher` (`-o watcher=fanotify`).
+public protocol StoreWatching: AnyObject, Sendable {
+    /// False while some change could go unseen: the mount uses short cache timeouts.
+    var isComplete: Bool { get }
+    func start()
+    func stop()
+    func isCaughtUp(with inode: UInt64) -> Bool
+    func whenCaughtUp(with inode: UInt64, _ then: @escaping @Sendable () -> Void)
+    func readQueue()
+    /// `inotify` or `fanotify` (`containerfs status`).
+    var kind: String { get }
+}
+
+extension StoreWatcher: StoreWatching {
+    public var isComplete: Bool { complete.load(ordering: .acquiring) }
+    public var kind: String { "inotify" }
+}
+
+/// A store watcher on fanotify (issue 42, part 1; DESIGN.md 59; `-o watcher=fanotify`): one
+/// mark on the whole file system of the store (`FAN_MARK_FILESYSTEM`, root only), events
+/// reported with the directory's file handle and the entry's name (`FAN_REPORT_DFID_NAME`)
+/// and the object's own handle (`FAN_REPORT_FID`), and the pid of the process that made
+/// the change. An event whose pid is the daemon's own is an echo of its own change and is
+/// dropped, with no guessing (`OwnChanges` stays disabled); every other event is an outside
+/// change and becomes the same `VolumeObserver` calls the inotify watcher makes.
+///
+/// Events of the rest of the file system are dropped by handle: a directory or object
+/// that is not an item the daemon holds has nothing cached in the kernel (an entry is
+/// cached only under a directory the kernel holds); presenters still hear of every change
+/// in the store. Handles map to inode numbers (node ids): read from the handle on ext2/3/4,
+/// else with `open_by_handle_at` + fstat, remembered per handle.
+///
+/// Under `-o passthrough` the kernel does reads and writes of open files in the caller's
+/// context: those writes carry the caller's pid and are taken for outside changes, which
+/// costs a redundant invalidation of the written file per burst of writes (FAN_MODIFY),
+/// never a missed one.
+///
+/// Catching up (an OPEN): fsnotify queues an event before the change's system call
+/// returns, so handling the events queued when a request asked (FIONREAD) hears of every
+/// change made before it; not the queue to its end, which other programs' changes on the
+/// marked file system may never let empty.
+public final class FanotifyWatcher: StoreWatching, @unchecked Sendable {
+    private let volume: Volume
+    private let fan: CInt
+    private let logger: Logger
+    private let listener: (any StoreChangeListener)?
+    private let ownPID = getpid()
+    /// The store's root, opened for reading: the mount `open_by_handle_at` resolves handles in.
+    private let mountFD: CInt
+    /// `STORE/trash`: its entries (`.Trash-UID`) sit at the mount root, node 1.
+    private let trashInode: UInt64
+    private let running = Atomic<Bool>(true)
+    private let started = Atomic<Bool>(false)
+    private let wakeFD: CInt = clinux_eventfd()
+    private let finished = DispatchSemaphore(value: 0)
+    /// Held by whoever reads and handles events; guards `buffer`, `handles` and the counts.
+    private let draining = Mutex<Void>(())
+    /// Requests waiting for a drain that begins after they asked.
+    /// Each waits until `handled` reaches its `until`: the events read before it asked and
+    /// those queued then (`whenCaughtUp`).
+    private let waiters = Mutex<[(inode: UInt64, until: Int, then: @Sendable () -> Void)]>([])
+    /// Events read from the queue, counted under this lock together with the read(2) that
+    /// took them, so that a request measuring the queue with it held counts each event
+    /// once or more, never not at all; and events handled (`draining` held).
+    private let readCount = Mutex<Int>(0)
+    private var handled = 0
+    static let bufferSize = 64 * 1024
+    private let buffer = UnsafeMutableRawPointer.allocate(byteCount: FanotifyWatcher.bufferSize, alignment: 8)
+    /// Inode numbers of the handles seen (`draining` held); forgotten past `handleCacheLimit`.
+    private var handles: [[UInt8]: UInt64] = [:]
+    private static let handleCacheLimit = 65_536
+    /// Events read, the daemon's own, outside changes of the store, and the rest of the
+    /// file system (`draining` held); logged at stop.
+    private var counts = (events: 0, own: 0, outside: 0, elsewhere: 0)
+
+    public var isComplete: Bool { true }
+    private let debugEvents = getenv("CONTAINERFS_DEBUG_FANOTIFY") != nil
+    /// The store is on ext2/3/4, whose file handles begin with the inode number.
+    private let inodeLeadsHandle: Bool
+    public var kind: String { "fanotify" }
+
+    /// Throws the errno of `fanotify_init` or `fanotify_mark` when fanotify cannot watch the
+    /// store (not root: EPERM; a kernel without FID reporting: EINVAL; a file system
+    /// without file handles: EOPNOTSUPP/ENODEV/EXDEV).
+    public init(volume: Volume, listener: (any StoreChangeListener)? = nil,
+                logger: Logger = Logger(label: "containerfs.watch")) throws(Errno) {
+        self.volume = volume
+        self.listener = listener
+        self.logger = logger
+        fan = clinux_fanotify_init()
+        guard fan >= 0 else { throw Errno(rawValue: errno) }
+        for fd in [volume.store.containersFD, volume.store.trashFD, volume.store.snapshotsFD]
+        where clinux_fanotify_mark_filesystem(fan, fd) != 0 {
+            let error = Errno(rawValue: errno)
+            Glibc.close(fan)
+            throw error
+        }
+        trashInode = (try? Syscall.fstat(volume.store.trashFD)).map { UInt64($0.st_ino) } ?? 0
+        inodeLeadsHandle = clinux_fs_type(volume.store.containersFD) == 0xEF53
+        // open_by_handle_at takes no O_PATH descriptor for its mount.
+        mountFD = (try? Syscall.openat(volume.store.rootFD, ".", O_RDONLY | O_DIRECTORY)) ?? -1
+        guard mountFD >= 0 else {
+            Glibc.close(fan)
+            throw Errno(rawValue: errno)
+        }
+    }
+
+    /// Whether this kernel and process can watch a file system with fanotify's FID
+    /// reporting (nil) or why not.
+    public static func unavailableReason(store: Store) -> Errno? {
+        let fd = clinux_fanotify_init()
+        guard fd >= 0 else { return Errno(rawValue: errno) }
+        defer { Glibc.close(fd) }
+        return clinux_fanotify_mark_filesystem(fd, store.containersFD) == 0 ? nil : Errno(rawValue: errno)
+    }
+
+    deinit { buffer.deallocate() }
+
+    public func start() {
+        started.store(true, ordering: .releasing)
+        Threads.start(named: "cfs-fanotify") { [self] in
+            loop()
+            finished.signal()
+        }
+    }
+
+    public func stop() {
+        running.store(false, ordering: .releasing)
+        wake()
+        if started.load(ordering: .acquiring) { finished.wait() }
+        let c = draining.withLock { _ in counts }
+        logger.info("fanotify watcher: \(c.events) events, \(c.own) the daemon's own, \(c.outside) outside changes of the store, \(c.elsewhere) elsewhere on its file system")
+    }
+
+    // MARK: - Thread and catching up
+
+    private func loop() {
+        var pollers = [pollfd(fd: fan, events: Int16(POLLIN), revents: 0),
+                       pollfd(fd: wakeFD, events: Int16(POLLIN), revents: 0)]
+        while running.load(ordering: .acquiring) {
+            let ready = poll(&pollers, 2, -1)
+            if ready <= 0 { continue }
+            if pollers[1].revents != 0 { clearWake() }
+            // One read per hold of `draining`: requests waiting for a few events are let
+            // go as soon as those are handled, not after a backlog of other programs' events.
+            let released = draining.withLock { _ in
+                let empty = drainOnce(inline: true)
+                return waiters.withLock { w in
+                    // Found empty with `draining` held: whatever any waiter asked for is handled.
+                    let due = w.filter { empty || $0.until <= handled }
+                    w.removeAll { empty || $0.until <= handled }
+                    return due
+                }
+            }
+            for w in released where !volume.afterObserversCaughtUp(with: w.inode, w.then) { w.then() }
+        }
+        for w in waiters.withLock({ w in defer { w.removeAll() }; return w }) { w.then() }
+    }
+
+    /// Drains here unless another thread is draining; false when one was.
+    private func catchUpHere() -> Bool {
+        draining.withLockIfAvailable { _ -> Bool in
+            // Everything read is handled while `draining` is held.
+            let until = handled + queuedEvents()
+            while handled < until, !drainOnce(inline: false) {}
+            // Requests waiting for what this handled are let go by the watcher thread.
+            if waiters.withLock({ !$0.isEmpty }) { wake() }
+            return true
+        } ?? false
+    }
+
+    public func isCaughtUp(with inode: UInt64) -> Bool {
+        catchUpHere() && !volume.observersHavePendingChanges(for: inode)
+    }
+
+    public func whenCaughtUp(with inode: UInt64, _ then: @escaping @Sendable () -> Void) {
+        if catchUpHere() {
+            if !volume.afterObserversCaughtUp(with: inode, then) { then() }
+            return
+        }
+        let until = readCount.withLock { $0 + queuedEvents() }
+        waiters.withLock { $0.append((inode, until, then)) }
+        wake()
+    }
+
+    public func readQueue() { _ = catchUpHere() }
+
+    private func wake() {
+        var one: UInt64 = 1
+        _ = write(wakeFD, &one, 8)
+    }
+
+    private func clearWake() {
+        var count: UInt64 = 0
+        _ = Glibc.read(wakeFD, &count, 8)
+    }
+
+    // MARK: - Events
+
+    /// How many events are queued now (FIONREAD counts a fanotify queue's events in
+    /// metadata lengths, without their info records).
+    private func queuedEvents() -> Int {
+        clinux_bytes_queued(fan) / 24  // FAN_EVENT_METADATA_LEN
+    }
+
+    /// Reads the queue once and handles what was read; true when it was empty. `draining`
+    /// held. `inline`: on the watcher thread (observers may act at once), else a request
+    /// thread (they queue it). With the whole file system marked, other programs may keep
+    /// the queue from ever emptying: a catch-up handles what was queued when it asked
+    /// (FIONREAD), never "until empty".
+    private func drainOnce(inline: Bool) -> Bool {
+        var events: [clinux_fan_event] = []
+        let n = readCount.withLock { count -> Int in
+            var n = Glibc.read(fan, buffer, Self.bufferSize)
+            while n < 0 && errno == EINTR { n = Glibc.read(fan, buffer, Self.bufferSize) }
+            guard n > 0 else { return n }
+            var offset = 0
+            var event = clinux_fan_event()
+            while true {
+                let length = clinux_fanotify_parse(buffer, n, offset, &event)
+                guard length > 0 else { break }
+                events.append(event)
+                offset += length
+            }
+            count += events.count
+            return n
+        }
+        guard n > 0 else { return true }
+        for event in events {
+            handle(event, inline: inline)
+            handled += 1
+        }
+        return false
+    }
+
+    private func handle(_ event: clinux_fan_event, inline: Bool) {
+        counts.events += 1
+        if event.mask & clinux_FAN_Q_OVERFLOW != 0 {
+            logger.warning("fanotify queue overflowed; every item the kernel holds is invalidated")
+            everythingChanged()
+            return
+        }
+        if event.pid == ownPID {
+            counts.own += 1
+            return
+        }
+        var inStore = false
+        // The directory of the entry (or of the object the event is about), if the kernel
+        // holds it: only then can it cache anything under it.
+        let dirInode = heldDirectory(event.dir)
+        let name = event.name.flatMap { FilePath.Component(platformString: $0) }
+        // The entry: made or removed.
+        if event.mask & (clinux_FAN_CREATE | clinux_FAN_DELETE) != 0, let dirInode, let name {
+            inStore = true
+            entryChanged(dirInode, name, appeared: event.mask & clinux_FAN_CREATE != 0, inline: inline)
+        }
+        // Presenters hear of every change in the store, held by the kernel or not.
+        let wanted = listener?.wantsStoreChanges == true
+        if wanted, event.mask & (clinux_FAN_CREATE | clinux_FAN_DELETE) != 0, let path = presenterPath(event.dir, name) {
+            listener?.storeChanged(event.mask & clinux_FAN_CREATE != 0 ? .appeared(path) : .deleted(path))
+        }
+        // Moved: both names in one event (a move into or out of what the kernel holds is
+        // only a creation or a deletion for it).
+        if event.mask & clinux_FAN_RENAME != 0 {
+            let fromDir = heldDirectory(event.old_dir), toDir = heldDirectory(event.new_dir)
+            let fromName = event.old_name.flatMap { FilePath.Component(platformString: $0) }
+            let toName = event.new_name.flatMap { FilePath.Component(platformString: $0) }
+            let from = wanted ? presenterPath(event.old_dir, fromName) : nil
+            let to = wanted ? presenterPath(event.new_dir, toName) : nil
+            if let fromDir, let fromName {
+                inStore = true
+                entryChanged(fromDir, fromName, appeared: false, inline: inline)
+            }
+            if let toDir, let toName {
+                inStore = true
+                entryChanged(toDir, toName, appeared: true, inline: inline)
+            }
+            if let listener, wanted {
+                switch (from, to) {
+                case let (from?, to?): listener.storeChanged(.moved(from: from, to: to))
+                case let (from?, nil): listener.storeChanged(.deleted(from))
+                case let (nil, to?): listener.storeChanged(.appeared(to))
+                case (nil, nil): break
+                }
+            }
+        }
+        // The object: its content, attributes or link count changed. Also one the kernel
+        // does not hold yet in a directory it holds: a look-up racing the change may be
+        // about to hand it the old state (`OutsideItemChanges`, the notifier's retries).
+        // A directory's own event names it as the directory, with the name "." and no
+        // object record (the same handle): its `utime` went unheard (fuzzer seed 7).
+        let isSelf = event.object == nil && (name == nil || name?.string == ".")
+        if event.mask & (clinux_FAN_ATTRIB | clinux_FAN_CLOSE_WRITE | clinux_FAN_MODIFY) != 0,
+           let object = event.object ?? (isSelf ? event.dir : nil), let objectInode = inode(of: object) {
+            let item = volume.item(objectInode)
+            if item != nil || (dirInode != nil && !isSelf) {
+                inStore = true
+                let known = item?.placement ?? name.flatMap { n in dirInode.map { ($0 == trashInode ? Volume.rootInode : $0, n) } }
+                itemChanged(objectInode, item, handle: object, knownAs: known, inline: inline)
+            }
+        }
+        if wanted, !isSelf, event.mask & (clinux_FAN_ATTRIB | clinux_FAN_CLOSE_WRITE) != 0, let path = presenterPath(event.dir, name) {
+            listener?.storeChanged(.changed(path))
+        }
+        if inStore { counts.outside += 1 } else { counts.elsewhere += 1 }
+        if debugEvents {
+            let d = event.dir.flatMap { inode(of: $0) }, o = event.object.flatMap { inode(of: $0) }
+            logger.info("fanotify event mask \(String(event.mask, radix: 16)) pid \(event.pid) dir \(d.map(String.init) ?? "-") name \(name.map { String(describing: $0) } ?? "-") object \(o.map(String.init) ?? "-") inStore \(inStore)")
+        }
+    }
+
+    /// The inode of the directory a handle names, if the kernel may cache entries of it
+    /// (an item it holds, or `STORE/trash`, whose entries sit at the mount root).
+    private func heldDirectory(_ handle: UnsafeRawPointer?) -> UInt64? {
+        guard let handle, let inode = inode(of: handle) else { return nil }
+        return inode == trashInode || volume.item(inode) != nil ? inode : nil
+    }
+
+    /// An entry of the directory `dirInode` was made, removed, or moved there or away.
+    private func entryChanged(_ dirInode: UInt64, _ name: FilePath.Component, appeared: Bool, inline: Bool) {
+        let directoryNode = dirInode == trashInode ? Volume.rootInode : dirInode
+        // A name may have gone: every item is due for a check of its name at its next OPEN.
+        if !appeared { volume.items.outsideEntryEpoch.add(1, ordering: .releasing) }
+        volume.listingChanged(directoryNode)
+        if inline { volume.notify { $0.entryChangedOutside(parent: directoryNode, name: name) } }
+        else { volume.notify { $0.entryChanged(parent: directoryNode, name: name) } }
+        tellItemChanged(directoryNode, inline: inline)
+    }
+
+    /// The item changed outside the mount: the kernel's caches of it go (as
+    /// `StoreWatcher.changedOutside`).
+    private func itemChanged(_ inode: UInt64, _ item: Item?, handle: UnsafeRawPointer,
+                             knownAs entry: (parent: UInt64, name: FilePath.Component)?, inline: Bool) {
+        volume.outsideItemChanges.note(inode)  // before the table is asked again: see there
+        volume.forgetCachedAttributes(inode)
+        let item = item ?? volume.item(inode)
+        guard let st = state(item, handle) else {
+            tellItemChanged(inode, inline: inline, noted: true)
+            return
+        }
+        let file = st.st_mode & S_IFMT == S_IFREG ? item : nil
+        file?.pagesShow.store(ContentStamp.of(st), ordering: .relaxed)
+        let held = volume.kernelCachesWrites ? file : nil
+        if let held { volume.markChangedOutside(held) }
+        tellItemChanged(inode, inline: inline, noted: true)
+        if held != nil { volume.letGoOfOldInode(inode, knownAs: entry) }
+    }
+
+    /// The item's state: by its descriptor if the daemon holds it, else by its handle.
+    private func state(_ item: Item?, _ handle: UnsafeRawPointer) -> stat? {
+        if let item, item.fd >= 0 { return try? Syscall.fstat(item.fd) }
+        let fd = clinux_open_handle(mountFD, handle)
+        guard fd >= 0 else { return nil }
+        defer { Glibc.close(fd) }
+        return try? Syscall.fstat(fd)
+    }
+
+    private func tellItemChanged(_ inode: UInt64, inline: Bool, noted: Bool = false) {
+        if !noted { volume.outsideItemChanges.note(inode) }
+        if inline { volume.notify { $0.itemChangedOutside(inode) } } else { volume.notify { $0.itemChanged(inode) } }
+    }
+
+    /// After an overflow: every item the kernel holds is invalidated (as `StoreWatcher.rescan`).
+    private func everythingChanged() {
+        volume.outsideItemChanges.noteEverything()
+        volume.items.outsideEntryEpoch.add(1, ordering: .releasing)
+        volume.everyListingChanged()
+        var files: [Item] = []
+        for inode in volume.items.allInodes() {
+            volume.forgetCachedAttributes(inode)
+            if volume.kernelCachesWrites, let item = volume.items.item(inode), item.isRegularFile {
+                volume.markChangedOutside(item)
+                files.append(item)
+            }
+            volume.notify { $0.itemChanged(inode) }
+        }
+        for case let (parent, name)? in files.map(\.placement) { volume.dropOldInode(parent: parent, name: name) }
+        volume.notify { $0.resync() }
+        listener?.storeChanged(.resync(nil))
+    }
+
+    /// The inode number of the object a file handle names (nil: gone, or not openable);
+    /// remembered, since the handles of a file system name one inode for good.
+    private func inode(of handle: UnsafeRawPointer) -> UInt64? {
+        let bytes = Int(handle.loadUnaligned(as: UInt32.self))
+        // ext2/3/4 (FILEID_INO32_GEN, _PARENT): the inode number leads the handle. No system
+        // call for the other programs' events the whole-file-system mark brings.
+        if inodeLeadsHandle, bytes >= 8, (1...2).contains(handle.loadUnaligned(fromByteOffset: 4, as: Int32.self)) {
+            return UInt64(handle.loadUnaligned(fromByteOffset: 8, as: UInt32.self))
+        }
+        let size = 8 + bytes
+        let key = [UInt8](UnsafeRawBufferPointer(start: handle, count: size))
+        if let known = handles[key] { return known }
+        let fd = clinux_open_handle(mountFD, handle)
+        guard fd >= 0 else { return nil }
+        defer { Glibc.close(fd) }
+        guard let st = try? Syscall.fstat(fd) else { return nil }
+        if handles.count >= Self.handleCacheLimit { handles.removeAll(keepingCapacity: true) }
+        handles[key] = UInt64(st.st_ino)
+        return UInt64(st.st_ino)
+    }
+
+    /// The mount path of `name` in the directory a handle names, for presenters (as
+    /// `StoreWatcher.relativePath`); nil outside `containers/`, `snapshots/` and `trash/`.
+    /// A look-up by handle per event while presenters listen, of other programs' events too.
+    private func presenterPath(_ handle: UnsafeRawPointer?, _ name: FilePath.Component?) -> FilePath? {
+        guard let handle, let name else { return nil }
+        let fd = clinux_open_handle(mountFD, handle)
+        guard fd >= 0 else { return nil }
+        defer { Glibc.close(fd) }
+        guard let target = try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/fd/\(fd)") else { return nil }
+        var path = FilePath(target)
+        guard path.removePrefix(volume.store.resolvedPath) else { return nil }
+        path.root = "/"
+        switch path.components.first?.string {
+        case "containers", "snapshots": return path.appending(name)
+        case "trash": return FilePath(root: "/", path.components.dropFirst()).appending(name)
+        default: return nil
+        }
+    }
+}
