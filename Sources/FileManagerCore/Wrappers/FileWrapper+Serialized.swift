@@ -13,7 +13,7 @@ extension FileWrapper {
         try Self.inScratch { scratch throws(FileManagerError) in
             var top = preferredFilename ?? "wrapper"
             if (try? Snapshots.validate(name: top)) == nil { top = "wrapper" }
-            try writeInPlace(to: scratch, name: Array(top.utf8))
+            _ = try writeInPlace(to: scratch, name: Array(top.utf8))
             let output = try Self.anonymousFile(scratch)
             defer { Syscall.close(output) }
             try SnapshotArchive.export(scratch, top, to: output, display: "serialized representation")
