@@ -298,7 +298,7 @@ public final class FanotifyWatcher: StoreWatching, @unchecked Sendable {
         // does not hold yet in a directory it holds: a look-up racing the change may be
         // about to hand it the old state (`OutsideItemChanges`, the notifier's retries).
         // A directory's own event names it as the directory, with the name "." and no
-        // object record (the same handle): its `utime` went unheard (fuzzer seed 7).
+        // object record (the same handle), and must still count as the directory's change.
         let isSelf = event.object == nil && (name == nil || name?.string == ".")
         if event.mask & (clinux_FAN_ATTRIB | clinux_FAN_CLOSE_WRITE | clinux_FAN_MODIFY) != 0,
            let object = event.object ?? (isSelf ? event.dir : nil), let objectInode = inode(of: object) {
