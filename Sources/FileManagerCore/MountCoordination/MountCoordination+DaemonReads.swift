@@ -1,5 +1,3 @@
-import Dispatch
-import Synchronization
 import SystemPackage
 
 extension MountCoordination {
@@ -13,25 +11,8 @@ extension MountCoordination {
     /// The claim is `.explicit`: `body` may take further claims (the hooks' write of the
     /// new `snapshots/` entry), so deadlock detection must see this one held meanwhile.
     public func coordinatingSubtreeRead<R>(_ path: FilePath, caller: Caller, _ body: () throws -> R) throws -> R {
-        let relative = VolumeClaimResolver.relative(path)
-        let resolved = center.resolver.target(for: relative, resolvingSymlink: false)
-        let claim = Claim(target: resolved.target, readingSubtree: [], path: relative)
-        beginDemand()
-        defer { endDemand() }
-        let done = DispatchSemaphore(value: 0)
-        let outcome = Mutex<Result<CoordinatedAccess, CoordinationError>?>(nil)
-        center.beginAccess([claim], purpose: purposes.purpose(ofThread: caller.pid), accessorUID: caller.uid,
-                           lifetime: .explicit, deadline: ContinuousClock.now + contentDeadline) { result in
-            outcome.withLock { $0 = result }
-            done.signal()
-        }
-        done.wait()
-        switch outcome.withLock({ $0! }) {
-        case .failure(let error):
-            throw FileManagerError(error.errno, path: relative.string)
-        case .success(let access):
-            defer { access.end() }
-            return try body()
+        try coordinating(path, caller: caller, lifetime: .explicit, body) { target, relative in
+            Claim(target: target, readingSubtree: [], path: relative)
         }
     }
 }
