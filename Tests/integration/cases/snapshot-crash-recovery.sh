@@ -107,34 +107,8 @@ pending() {
     sqlite3 "$S/containerfs.db" "select count(*) from snapshots where state != 'published'" 2>/dev/null || echo "?"
 }
 
-# gone PID: no thread of the process is left.
-gone() {
-    [[ ! -d /proc/$1 ]] || { [[ $(awk '{ print $3 }' "/proc/$1/stat" 2>/dev/null) == Z ]] && (($(ls "/proc/$1/task" | wc -l) <= 1)); }
-}
-
-# kill_daemon: kill -9 of the mount's daemon, then what the README tells a user to do:
-# `containerfs unmount MNT` (it aborts the dead connection).
-kill_daemon() {
-    local pid rc=0 out
-    pid=$(_daemon_pid "$M")
-    [[ -n $pid ]] || _fail "no daemon to kill"
-    kill -KILL "$pid"
-    _wait_for 5 gone "$pid" || true
-    out=$(containerfs unmount "$M" 2>&1) || _fail "containerfs unmount of the dead mount failed: $out"
-    _wait_for 10 gone "$pid" || _fail "daemon $pid alive 10 s after the unmount"
-    wait "$pid" 2>/dev/null || rc=$?
-    ((rc == 137)) || _fail "daemon exit status $rc, expected 137 (SIGKILL)"
-    unset "_CFS_PID[$M]"
-    _wait_for 10 eval '! _is_mounted "$M"' || _fail "$M: the dead mount is still there"
-}
-
-# pause_random SECONDS: sleeps a random time in [0, SECONDS); sets KILL_AT.
-pause_random() {
-    local t
-    t=$(awk -v m="$1" -v r="$RANDOM" 'BEGIN { printf "%.3f", m * r / 32768 }')
-    KILL_AT=${t}s
-    sleep "$t"
-}
+# kill_daemon: kill -9 of the mount's daemon, then `containerfs unmount` (lib/common.sh).
+kill_daemon() { _kill_daemon "$M" 5; }
 
 # stop_in_window PID: stops PID (SIGSTOP) at random moments until a row is pending, and
 # leaves it stopped then (for the kill); gives up after 400 samples (then left running).
@@ -207,7 +181,7 @@ for ((r = 1; r <= ROUNDS; r++)); do
         _is_mounted "$M" || fs_mount
         containerfs snapshot publish "$M/$SRC" --name "r$r" >/dev/null 2>&1 &
         cli=$!
-        if ((sampled)); then stop_in_window "$(_daemon_pid "$M")"; else pause_random "$span_d"; fi
+        if ((sampled)); then stop_in_window "$(_daemon_pid "$M")"; else _pause_random "$span_d"; fi
         rows=$(pending)
         kill_daemon
         wait_cli "$cli" "r$r publish"
@@ -217,7 +191,7 @@ for ((r = 1; r <= ROUNDS; r++)); do
         ! _is_mounted "$M" || fs_umount
         containerfs snapshot publish "$S/$SRC" --name "r$r" >/dev/null 2>&1 &
         cli=$!
-        if ((sampled)); then stop_in_window "$cli"; else pause_random "$span_c"; fi
+        if ((sampled)); then stop_in_window "$cli"; else _pause_random "$span_c"; fi
         rows=$(pending)
         kill -KILL "$cli" 2>/dev/null || true
         wait "$cli" 2>/dev/null || true
@@ -228,7 +202,7 @@ for ((r = 1; r <= ROUNDS; r++)); do
         containerfs snapshot publish "$M/$SRC" --name "v$r" >/dev/null
         containerfs snapshot remove "v$r" --store "$S" >/dev/null 2>&1 &
         cli=$!
-        if ((sampled)); then stop_in_window "$(_daemon_pid "$M")"; else pause_random "$span_rd"; fi
+        if ((sampled)); then stop_in_window "$(_daemon_pid "$M")"; else _pause_random "$span_rd"; fi
         rows=$(pending)
         kill_daemon
         wait_cli "$cli" "r$r remove"
@@ -239,7 +213,7 @@ for ((r = 1; r <= ROUNDS; r++)); do
         containerfs snapshot publish "$S/$SRC" --name "v$r" >/dev/null
         containerfs snapshot remove "v$r" --store "$S" >/dev/null 2>&1 &
         cli=$!
-        if ((sampled)); then stop_in_window "$cli"; else pause_random "$span_rd"; fi
+        if ((sampled)); then stop_in_window "$cli"; else _pause_random "$span_rd"; fi
         rows=$(pending)
         kill -KILL "$cli" 2>/dev/null || true
         wait "$cli" 2>/dev/null || true

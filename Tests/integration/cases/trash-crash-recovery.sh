@@ -136,31 +136,16 @@ journal_rows() {
     sqlite3 "$S/containerfs.db" 'select count(*) from journal' 2>/dev/null || echo "?"
 }
 
-# gone PID: the process has no thread left (a zombie, or reaped). /proc/PID/stat says Z as
-# soon as the main thread is gone, while other threads may still be alive.
-gone() {
-    [[ ! -d /proc/$1 ]] || { [[ $(awk '{ print $3 }' "/proc/$1/stat" 2>/dev/null) == Z ]] && (($(ls "/proc/$1/task" | wc -l) <= 1)); }
-}
-
-# kill_daemon: kill -9 of the mount's daemon, then what the README tells a user to do:
-# `containerfs unmount MNT`. A daemon killed while one of its threads waits for a request to
-# its own mount (the trash's moves go through the mount, DESIGN.md 48) cannot finish dying
-# by itself (that request waits for an answer only the dead daemon could give); `containerfs
-# unmount` then aborts the connection and unmounts. STUCK counts those rounds.
+# kill_daemon: kill -9 of the mount's daemon, then `containerfs unmount` (lib/common.sh). A
+# daemon killed while one of its threads waits for a request to its own mount (the trash's
+# moves go through the mount, DESIGN.md 48) cannot finish dying by itself (that request
+# waits for an answer only the dead daemon could give); the unmount then aborts the
+# connection. KILLED_STUCK says so for the round; STUCK counts those rounds.
 STUCK=0
 kill_daemon() {
-    local pid rc=0 out
-    pid=$(_daemon_pid "$M")
-    [[ -n $pid ]] || _fail "no daemon to kill"
-    kill -KILL "$pid"
-    KILLED_STUCK=0
-    _wait_for 3 gone "$pid" || { KILLED_STUCK=1; STUCK=$((STUCK + 1)); }
-    out=$(containerfs unmount "$M" 2>&1) || _fail "containerfs unmount of the dead mount failed: $out"
-    _wait_for 10 gone "$pid" || _fail "daemon $pid alive 10 s after the unmount"
-    wait "$pid" 2>/dev/null || rc=$?
-    ((rc == 137)) || _fail "daemon exit status $rc, expected 137 (SIGKILL)"
-    unset "_CFS_PID[$M]"
-    _wait_for 10 eval '! _is_mounted "$M"' || _fail "$M: the dead mount is still there"
+    _kill_daemon "$M" 3
+    KILLED_STUCK=$_KILLED_STUCK
+    STUCK=$((STUCK + KILLED_STUCK))
 }
 
 # hold PID: stops a background loop of this case (by its id), so that it starts nothing
@@ -178,14 +163,6 @@ end() {
     kill -KILL "$1" 2>/dev/null || true
     wait "$1" 2>/dev/null || true
     for c in $LOOP_CHILD; do _wait_for 5 eval '! _pid_running "$c"' || _fail "$c still running after kill -9"; done
-}
-
-# pause_random MAX: sleeps a random time in [0, MAX) seconds (MAX a decimal).
-pause_random() {
-    local t
-    t=$(awk -v m="$1" -v r="$RANDOM" 'BEGIN { printf "%.3f", m * r / 32768 }')
-    KILL_AT=${t}s
-    sleep "$t"
 }
 
 # freeze_in_window PID...: a kill at a random moment mostly lands between two operations
@@ -262,7 +239,7 @@ for ((r = 1; r <= ${ROUNDS_A:-ROUNDS}; r++)); do
         true
     ) &
     loop=$!
-    if ((r % 2 == 0)); then pause_random "$(awk -v s="$span" 'BEGIN { print s * 0.7 }')"; freeze_in_window "$(_daemon_pid "$M")"; else pause_random "$span"; fi
+    if ((r % 2 == 0)); then _pause_random "$(awk -v s="$span" 'BEGIN { print s * 0.7 }')"; freeze_in_window "$(_daemon_pid "$M")"; else _pause_random "$span"; fi
     hold "$loop"
     kill_daemon
     end "$loop"
@@ -306,7 +283,7 @@ for ((r = 1; r <= ${ROUNDS_B1:-ROUNDS}; r++)); do
     fi
     containerfs trash empty --store "$S" >/dev/null 2>&1 &
     emptying=$!
-    pause_random "$espan"
+    _pause_random "$espan"
     kill_daemon
     echo "# b$r: daemon killed, waiting for the empty"
     _wait_for 10 eval '! _pid_running "$emptying"' || _fail "b$r: trash empty still running 10 s after the daemon died"
@@ -348,7 +325,7 @@ for ((r = 1; r <= ${ROUNDS_B2:-ROUNDS}; r++)); do
         echo "# a loop of 30 container removes: ${cspan}s"
         check "$exp" "c$r (no kill, calibration)"
     else
-        if ((r % 2 == 0)); then pause_random "$(awk -v s="$cspan" 'BEGIN { print s * 0.7 }')"; freeze_in_window "$(_daemon_pid "$M")"; else pause_random "$cspan"; fi
+        if ((r % 2 == 0)); then _pause_random "$(awk -v s="$cspan" 'BEGIN { print s * 0.7 }')"; freeze_in_window "$(_daemon_pid "$M")"; else _pause_random "$cspan"; fi
         hold "$loop"
         kill_daemon
         end "$loop"
@@ -402,7 +379,7 @@ for ((r = 1; r <= ${ROUNDS_C:-ROUNDS}; r++)); do
     loop=$!
     if ((r % 2 == 0)); then
         # Sampled: the loop and the CLI it runs are stopped together until a row is pending.
-        pause_random "$(awk -v p="$dper" 'BEGIN { printf "%.2f", p * 140 }')"
+        _pause_random "$(awk -v p="$dper" 'BEGIN { printf "%.2f", p * 140 }')"
         for ((i = 1; i <= 400; i++)); do
             sleep "0.0$((RANDOM % 40 + 10))"
             hold "$loop"
@@ -414,7 +391,7 @@ for ((r = 1; r <= ${ROUNDS_C:-ROUNDS}; r++)); do
         KILL_AT="$KILL_AT, then in-window after $i samples"
         echo "# d$r: sampled rows $(journal_rows), stopped: $(for c in $LOOP_CHILD; do tr '\0' ' ' <"/proc/$c/cmdline" || true; done)"
     else
-        pause_random "$(awk -v p="$dper" 'BEGIN { printf "%.2f", p * 201 }')"
+        _pause_random "$(awk -v p="$dper" 'BEGIN { printf "%.2f", p * 201 }')"
         hold "$loop"
     fi
     # The CLI the loop runs now is killed (kill -9, by its id), then the loop.

@@ -282,6 +282,40 @@ _daemon_pid() {
     echo "${_CFS_PID[$(realpath -m "${1:-$TEST_MNT}")]:-}"
 }
 
+# _process_gone PID: the process has no thread left (a zombie, or reaped). /proc/PID/stat
+# says Z as soon as the main thread is gone, while other threads may still be alive.
+_process_gone() {
+    [[ ! -d /proc/$1 ]] || { [[ $(awk '{ print $3 }' "/proc/$1/stat" 2>/dev/null) == Z ]] && (($(ls "/proc/$1/task" | wc -l) <= 1)); }
+}
+
+# _kill_daemon MNT GRACE: kill -9 of the mount's daemon, then what the README tells a user
+# to do: `containerfs unmount MNT` (it aborts the dead connection). A daemon killed while one
+# of its threads waits for a request to its own mount cannot finish dying by itself; sets
+# _KILLED_STUCK to 1 when it was not gone within GRACE seconds of the kill, else 0.
+_kill_daemon() {
+    local mnt pid rc=0 out
+    mnt=$(realpath -m "$1")
+    pid=$(_daemon_pid "$mnt")
+    [[ -n $pid ]] || _fail "no daemon to kill"
+    kill -KILL "$pid"
+    _KILLED_STUCK=0
+    _wait_for "$2" _process_gone "$pid" || _KILLED_STUCK=1
+    out=$(containerfs unmount "$mnt" 2>&1) || _fail "containerfs unmount of the dead mount failed: $out"
+    _wait_for 10 _process_gone "$pid" || _fail "daemon $pid alive 10 s after the unmount"
+    wait "$pid" 2>/dev/null || rc=$?
+    ((rc == 137)) || _fail "daemon exit status $rc, expected 137 (SIGKILL)"
+    unset "_CFS_PID[$mnt]"
+    _wait_for 10 eval '! _is_mounted "$mnt"' || _fail "$mnt: the dead mount is still there"
+}
+
+# _pause_random MAX: sleeps a random time in [0, MAX) seconds (MAX a decimal); sets KILL_AT.
+_pause_random() {
+    local t
+    t=$(awk -v m="$1" -v r="$RANDOM" 'BEGIN { printf "%.3f", m * r / 32768 }')
+    KILL_AT=${t}s
+    sleep "$t"
+}
+
 # _force_unmount MNT: what the trap does: a clean unmount, else abort the connection and
 # unmount lazily (a hung daemon must never keep a test's mount alive). Requests still
 # waiting for the daemon (a case that failed while one was parked) abort it first: a
