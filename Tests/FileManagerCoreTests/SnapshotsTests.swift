@@ -51,12 +51,13 @@ struct SnapshotsTests {
         #expect(contents(store, b.record.name, s.path + "/store/snapshots/" + b.record.name) == "alpha")
     }
 
-    /// A snapshot file's data as the mount and export read it (`SnapshotData.openContents`).
+    /// A snapshot file's data as the mount and export read it: its link, else its own.
     func contents(_ store: Store, _ snapshot: String, _ path: String) -> String? {
-        let placeholder = open(path, O_PATH | O_NOFOLLOW | O_CLOEXEC)
+        let placeholder = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)
         guard placeholder >= 0, let st = try? Syscall.fstat(placeholder) else { return nil }
         defer { close(placeholder) }
-        guard let fd = try? store.snapshotData.openContents(snapshot: snapshot, entry: UInt64(st.st_ino), placeholder: placeholder) else { return nil }
+        let fd = store.snapshotData.openLinked(snapshot: snapshot, entry: UInt64(st.st_ino)) ?? dup(placeholder)
+        guard fd >= 0 else { return nil }
         defer { close(fd) }
         var buffer = [UInt8](repeating: 0, count: 4096)
         let n = read(fd, &buffer, buffer.count)

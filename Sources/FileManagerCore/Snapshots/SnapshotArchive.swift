@@ -54,11 +54,11 @@ public enum SnapshotArchive {
         let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 1 << 20, alignment: 4096)
         /// The snapshot's name and, read in the store, where linked file data lives.
         let snapshot: String
-        let data: SnapshotData?
+        let linkedData: SnapshotData?
 
         init(archive: OpaquePointer, display: String, snapshot: String, data: SnapshotData?) {
             self.snapshot = snapshot
-            self.data = data
+            self.linkedData = data
             self.archive = archive
             self.display = display
         }
@@ -81,7 +81,7 @@ public enum SnapshotArchive {
             // A file whose data is linked (read in the store) is read from its link; its own
             // inode, a sparse placeholder, is opened only where the kernel cannot read its
             // attributes by name.
-            let linked = type == S_IFREG ? self.data?.openLinked(snapshot: snapshot, entry: UInt64(st.st_ino)) : nil
+            let linked = type == S_IFREG ? linkedData?.openLinked(snapshot: snapshot, entry: UInt64(st.st_ino)) : nil
             defer { if let linked { Syscall.close(linked) } }
             if type != S_IFLNK && linked == nil {
                 let flags = type == S_IFDIR ? O_RDONLY | O_DIRECTORY : O_RDONLY | O_NONBLOCK | O_NOCTTY

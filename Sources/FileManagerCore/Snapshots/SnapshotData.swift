@@ -256,8 +256,7 @@ public final class SnapshotData: @unchecked Sendable {
     /// recorded until `closed`, to be moved onto the copy when the live file changes.
     public func openEntry(snapshot: String, entry: UInt64) -> CInt? {
         state.withLock { s -> CInt? in
-            guard let dir = try? snapshotDirectory(&s, snapshot, create: false),
-                  let fd = try? Syscall.openat(dir, String(entry), O_RDONLY | O_NOFOLLOW | O_CLOEXEC) else { return nil }
+            guard let fd = openLink(&s, snapshot, entry) else { return nil }
             if let st = try? Syscall.fstat(fd), s.shared[UInt64(st.st_ino)] != nil {
                 s.readers[UInt64(st.st_ino), default: []].append(Reader(fd: fd, link: Link(snapshot: snapshot, entry: String(entry))))
             }
@@ -285,20 +284,16 @@ public final class SnapshotData: @unchecked Sendable {
         }
     }
 
-    /// The data of the placeholder `entry` of `snapshot` for a reader in the store (export,
-    /// diff, verify): its link if it has one, else `placeholder` reopened.
-    public func openContents(snapshot: String, entry: UInt64, placeholder: CInt) throws(Errno) -> CInt {
-        if let linked = openLinked(snapshot: snapshot, entry: entry) { return linked }
-        return try Syscall.reopen(placeholder, O_RDONLY | O_CLOEXEC)
+    /// The link holding the data of the placeholder `entry` of `snapshot`, opened for
+    /// reading, for a reader in the store (export, diff, verify); nil when its data is its
+    /// own.
+    public func openLinked(snapshot: String, entry: UInt64) -> CInt? {
+        state.withLock { openLink(&$0, snapshot, entry) }
     }
 
-    /// The link holding the data of the placeholder `entry` of `snapshot`, opened for
-    /// reading; nil when its data is its own.
-    public func openLinked(snapshot: String, entry: UInt64) -> CInt? {
-        state.withLock { s -> CInt? in
-            guard let dir = try? snapshotDirectory(&s, snapshot, create: false) else { return nil }
-            return try? Syscall.openat(dir, String(entry), O_RDONLY | O_NOFOLLOW | O_CLOEXEC)
-        }
+    private func openLink(_ s: inout State, _ snapshot: String, _ entry: UInt64) -> CInt? {
+        guard let dir = try? snapshotDirectory(&s, snapshot, create: false) else { return nil }
+        return try? Syscall.openat(dir, String(entry), O_RDONLY | O_NOFOLLOW | O_CLOEXEC)
     }
 }
 
