@@ -105,15 +105,11 @@ struct DaemonRequests: Sendable {
                 }
                 // Under a coordinated read of the whole source (docs/DESIGN.md 57): its presenters
                 // save first, and its writers wait only while the publish runs.
-                var last = Int64(-1)
+                let pushes = ProgressPushes(request, connection, path: source.string)
                 let done = try coordination.coordinatingSubtreeRead(source, caller: caller) {
                     try Snapshots(store: volume.store, hooks: changeHooks(caller))
-                        .publish(source.string, name: request.args["name"], expiresAfter: expires, caller: caller, top: mountPoint) { done, total in
-                            // A push per 1% at most: a slow terminal must not slow the publish.
-                            guard request.args["progress"] == "1", done == total || done - last >= max(total / 100, 1) else { return }
-                            last = done
-                            connection.send(ControlPush(event: "progress", path: source.string, done: done, total: total))
-                        }
+                        .publish(source.string, name: request.args["name"], expiresAfter: expires, caller: caller, top: mountPoint,
+                                 progress: pushes.callAsFunction)
                 }
                 if expires != nil { expiry?.rearm() }
                 let published = mountPoint.appending("snapshots").appending(done.record.name)
@@ -146,14 +142,10 @@ struct DaemonRequests: Sendable {
                     throw FileManagerError.invalidArgument("\(request.args["label"] ?? file): not a regular file (the daemon reads archives from files; the CLI copies standard input into one)")
                 }
                 let label = request.args["label"] ?? file
-                let total: Int64? = Int64(st.st_size)
-                var last = Int64(-1)
+                let pushes = ProgressPushes(request, connection, path: label)
                 let record = try Snapshots(store: volume.store, hooks: changeHooks(caller))
                     .importArchive(input, label: label, name: request.args["name"], caller: caller, top: mountPoint) { done in
-                        // A push per 1% at most: a slow terminal must not slow the import.
-                        guard request.args["progress"] == "1", let total, done - last >= max(total / 100, 1) else { return }
-                        last = done
-                        connection.send(ControlPush(event: "progress", path: label, done: done, total: total))
+                        pushes(done, Int64(st.st_size))
                     }
                 let imported = mountPoint.appending("snapshots").appending(record.name)
                 return ControlResponse(id: request.id, ok: true, result: ["path": imported.string, "name": record.name])
@@ -170,13 +162,9 @@ struct DaemonRequests: Sendable {
                 guard let file = request.args["file"], file.hasPrefix("/") else {
                     throw FileManagerError.invalidArgument("file: an absolute path is needed")
                 }
-                var last = Int64(-1)
-                let name = try volume.registry.deliver(FilePath(file), to: id, caller: caller, hooks: changeHooks(caller)) { done, total in
-                    // A push per 1% at most: a slow terminal must not slow the copy.
-                    guard request.args["progress"] == "1", done == total || done - last >= max(total / 100, 1) else { return }
-                    last = done
-                    connection.send(ControlPush(event: "progress", path: file, done: done, total: total))
-                }
+                let pushes = ProgressPushes(request, connection, path: file)
+                let name = try volume.registry.deliver(FilePath(file), to: id, caller: caller, hooks: changeHooks(caller),
+                                                       progress: pushes.callAsFunction)
                 let path = mountPoint.appending("containers/\(id)/Documents/Inbox").appending(name)
                 return ControlResponse(id: request.id, ok: true, result: ["path": path.string])
             case "purge":
@@ -368,5 +356,26 @@ enum ContainerListing {
     static func iso8601(_ seconds: Double) -> String {
         let f = ISO8601DateFormatter()
         return f.string(from: Date(timeIntervalSince1970: seconds))
+    }
+}
+
+/// `progress` pushes for a request that asked for them (`progress` 1): the last, and at most
+/// one per 1% before it, so that a slow terminal never slows the work.
+final class ProgressPushes {
+    private let connection: ControlConnection
+    private let path: String
+    private let wanted: Bool
+    private var last = Int64(-1)
+
+    init(_ request: ControlRequest, _ connection: ControlConnection, path: String) {
+        self.connection = connection
+        self.path = path
+        wanted = request.args["progress"] == "1"
+    }
+
+    func callAsFunction(_ done: Int64, _ total: Int64) {
+        guard wanted, done == total || done - last >= max(total / 100, 1) else { return }
+        last = done
+        connection.send(ControlPush(event: "progress", path: path, done: done, total: total))
     }
 }
