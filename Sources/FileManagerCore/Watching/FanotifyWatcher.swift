@@ -6,26 +6,6 @@ import Logging
 import Synchronization
 import SystemPackage
 
-/// What the bridge needs of a store watcher: whether it sees every change (long cache
-/// timeouts), and catching up with the changes made before a request (DESIGN.md 27).
-/// `StoreWatcher` (inotify, the default) and `FanotifyWatcher` (`-o watcher=fanotify`).
-public protocol StoreWatching: AnyObject, Sendable {
-    /// False while some change could go unseen: the mount uses short cache timeouts.
-    var isComplete: Bool { get }
-    func start()
-    func stop()
-    func isCaughtUp(with inode: UInt64) -> Bool
-    func whenCaughtUp(with inode: UInt64, _ then: @escaping @Sendable () -> Void)
-    func readQueue()
-    /// `inotify` or `fanotify` (`containerfs status`).
-    var kind: String { get }
-}
-
-extension StoreWatcher: StoreWatching {
-    public var isComplete: Bool { complete.load(ordering: .acquiring) }
-    public var kind: String { "inotify" }
-}
-
 /// A store watcher on fanotify (issue 42, part 1; DESIGN.md 59; `-o watcher=fanotify`): one
 /// mark on the whole file system of the store (`FAN_MARK_FILESYSTEM`, root only), events
 /// reported with the directory's file handle and the entry's name (`FAN_REPORT_DFID_NAME`)
