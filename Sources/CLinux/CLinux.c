@@ -271,15 +271,22 @@ const uint64_t clinux_FAN_CREATE = FAN_CREATE, clinux_FAN_DELETE = FAN_DELETE, c
     clinux_FAN_MOVED_TO = FAN_MOVED_TO, clinux_FAN_ATTRIB = FAN_ATTRIB, clinux_FAN_CLOSE_WRITE = FAN_CLOSE_WRITE, clinux_FAN_MODIFY = FAN_MODIFY, clinux_FAN_RENAME = FAN_RENAME,
     clinux_FAN_ONDIR = FAN_ONDIR, clinux_FAN_Q_OVERFLOW = FAN_Q_OVERFLOW, clinux_FAN_DELETE_SELF = FAN_DELETE_SELF;
 
-int clinux_fanotify_init(void) {
-    return fanotify_init(FAN_CLASS_NOTIF | FAN_CLOEXEC | FAN_NONBLOCK | FAN_REPORT_DFID_NAME | FAN_REPORT_FID,
-                         O_RDONLY | O_LARGEFILE);
+int clinux_fanotify_init(int unlimited_marks) {
+    /* TARGET_FID: an entry event also carries the handle of the entry itself (a directory made,
+       moved or removed), not only its directory's. */
+    unsigned flags = FAN_CLASS_NOTIF | FAN_CLOEXEC | FAN_NONBLOCK | FAN_REPORT_DFID_NAME_TARGET;
+    return fanotify_init(flags | (unlimited_marks ? FAN_UNLIMITED_MARKS : 0), O_RDONLY | O_LARGEFILE);
 }
 
+static const uint64_t clinux_fan_mask = FAN_CREATE | FAN_DELETE | FAN_RENAME | FAN_ATTRIB | FAN_MODIFY | FAN_CLOSE_WRITE | FAN_ONDIR;
+
 int clinux_fanotify_mark_filesystem(int fan, int dirfd) {
-    uint64_t mask = FAN_CREATE | FAN_DELETE | FAN_RENAME | FAN_ATTRIB | FAN_MODIFY | FAN_CLOSE_WRITE | FAN_ONDIR;
     /* ".": the store's descriptors are O_PATH, which fanotify_mark takes only through a path. */
-    return fanotify_mark(fan, FAN_MARK_ADD | FAN_MARK_FILESYSTEM, mask, dirfd, ".");
+    return fanotify_mark(fan, FAN_MARK_ADD | FAN_MARK_FILESYSTEM, clinux_fan_mask, dirfd, ".");
+}
+
+int clinux_fanotify_mark_directory(int fan, int dirfd) {
+    return fanotify_mark(fan, FAN_MARK_ADD | FAN_MARK_ONLYDIR, clinux_fan_mask | FAN_EVENT_ON_CHILD, dirfd, ".");
 }
 
 long clinux_fanotify_parse(const void *buf, long len, long offset, struct clinux_fan_event *out) {

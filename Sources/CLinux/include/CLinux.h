@@ -98,12 +98,16 @@ struct clinux_inotify_event {
 
 /* MARK: fanotify (FileManagerCore/Watching/FanotifyWatcher.swift) */
 /* fanotify_init(FAN_CLASS_NOTIF | FAN_CLOEXEC | FAN_NONBLOCK | FAN_REPORT_DFID_NAME |
-   FAN_REPORT_FID, O_RDONLY | O_LARGEFILE); -1 with errno when refused. */
-int clinux_fanotify_init(void);
+   FAN_REPORT_TARGET_FID [| FAN_UNLIMITED_MARKS: root only], O_RDONLY | O_LARGEFILE); -1 with errno
+   when refused. */
+int clinux_fanotify_init(int unlimited_marks);
 /* Marks the whole file system holding `dirfd` for the watcher's events (entries made,
    removed and moved (FAN_RENAME: both names in one event), attribute changes, every write (truncate(2) and a writer that keeps
    the file open tell nothing else) and writes at close, on directories too). 0 or -1. */
 int clinux_fanotify_mark_filesystem(int fan, int dirfd);
+/* Marks the directory `dirfd` for the same events, of itself and of its entries
+   (FAN_EVENT_ON_CHILD). 0 or -1. */
+int clinux_fanotify_mark_directory(int fan, int dirfd);
 /* The watcher's event bits, and the overflow bit. */
 extern const uint64_t clinux_FAN_CREATE, clinux_FAN_DELETE, clinux_FAN_MOVED_FROM, clinux_FAN_MOVED_TO,
     clinux_FAN_ATTRIB, clinux_FAN_CLOSE_WRITE, clinux_FAN_MODIFY, clinux_FAN_RENAME, clinux_FAN_ONDIR, clinux_FAN_Q_OVERFLOW, clinux_FAN_DELETE_SELF;

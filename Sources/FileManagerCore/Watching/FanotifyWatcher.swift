@@ -6,19 +6,23 @@ import Logging
 import Synchronization
 import SystemPackage
 
-/// A store watcher on fanotify (issue 42, part 1; DESIGN.md 59; `-o watcher=fanotify`): one
-/// mark on the whole file system of the store (`FAN_MARK_FILESYSTEM`, root only), events
-/// reported with the directory's file handle and the entry's name (`FAN_REPORT_DFID_NAME`)
-/// and the object's own handle (`FAN_REPORT_FID`), and the pid of the process that made
-/// the change. An event whose pid is the daemon's own is an echo of its own change and is
-/// dropped, with no guessing (`OwnChanges` stays disabled); every other event is an outside
-/// change and becomes the same `VolumeObserver` calls the inotify watcher makes.
+/// The store watcher (DESIGN.md 59): fanotify, with events reported with the directory's
+/// file handle and the entry's name (`FAN_REPORT_DFID_NAME`), the object's own handle
+/// (`FAN_REPORT_FID`), and the pid of the process that made the change. An event whose
+/// pid is the daemon's own is an echo of its own change and is dropped, with no guessing;
+/// every other event is an outside change and becomes `VolumeObserver` calls.
 ///
-/// Events of the rest of the file system are dropped by handle: a directory or object
-/// that is not an item the daemon holds has nothing cached in the kernel (an entry is
+/// How the store is marked (`Marking`): when the store is the root of a file system of
+/// its own and the daemon is root, one mark on that file system (`FAN_MARK_FILESYSTEM`);
+/// else one mark per directory of `containers/`, `trash/` and `snapshots/`, taken at start
+/// and for each directory made or moved in, with the events of their entries
+/// (`FAN_EVENT_ON_CHILD`). A whole-file-system mark on a disk shared with other programs
+/// would bring in all their changes, and under a storm of them the queue overflows.
+///
+/// Events of directories the kernel holds nothing under are dropped by handle (an entry is
 /// cached only under a directory the kernel holds); presenters still hear of every change
 /// in the store. Handles map to inode numbers (node ids): read from the handle on ext2/3/4,
-/// else with `open_by_handle_at` + fstat, remembered per handle.
+/// else with `open_by_handle_at` + fstat (root only), remembered per handle.
 ///
 /// Under `-o passthrough` the kernel does reads and writes of open files in the caller's
 /// context: those writes carry the caller's pid and are taken for outside changes, which
@@ -27,8 +31,8 @@ import SystemPackage
 ///
 /// Catching up (an OPEN): fsnotify queues an event before the change's system call
 /// returns, so handling the events queued when a request asked (FIONREAD) hears of every
-/// change made before it; not the queue to its end, which other programs' changes on the
-/// marked file system may never let empty.
+/// change made before it; not the queue to its end, which other programs' changes may
+/// never let empty.
 public final class FanotifyWatcher: StoreWatching, @unchecked Sendable {
     private let volume: Volume
     private let fan: CInt
@@ -63,7 +67,26 @@ public final class FanotifyWatcher: StoreWatching, @unchecked Sendable {
     /// file system (`draining` held); logged at stop.
     private var counts = (events: 0, own: 0, outside: 0, elsewhere: 0)
 
-    public var isComplete: Bool { true }
+    /// How the store is marked.
+    public enum Marking: String, Sendable {
+        case fileSystem = "the file system of the store"
+        case directories = "each directory of the store"
+    }
+    public let marking: Marking
+    /// False once some directory could not be marked (the user's fanotify marks ran out,
+    /// descriptors ran short): short cache timeouts from then on.
+    private let complete = Atomic<Bool>(true)
+    public var isComplete: Bool { complete.load(ordering: .acquiring) }
+    /// `.directories`: the directories marked, by inode, with the directory holding each
+    /// and its name there (nil: `containers/`, `trash/`, `snapshots/`), for presenters'
+    /// paths and to open a directory to mark what is made in it. `draining` held.
+    private var marked: [UInt64: (parent: UInt64, name: FilePath.Component?)] = [:]
+    /// The three marked roots: their descriptors and their names in the store.
+    private var roots: [UInt64: (fd: CInt, name: String)] = [:]
+    /// Directories made or moved into a marked one, to mark with what they hold: left to
+    /// the watcher thread (a tree moved in may be large), and a request catching up waits
+    /// for it (`catchUpHere`). `draining` held.
+    private var unmarked: [(parent: UInt64, name: FilePath.Component, inode: UInt64?)] = []
     private let debugEvents = getenv("CONTAINERFS_DEBUG_FANOTIFY") != nil
     /// The store is on ext2/3/4, whose file handles begin with the inode number.
     private let inodeLeadsHandle: Bool
@@ -77,31 +100,52 @@ public final class FanotifyWatcher: StoreWatching, @unchecked Sendable {
         self.volume = volume
         self.listener = listener
         self.logger = logger
-        fan = clinux_fanotify_init()
+        let isRoot = geteuid() == 0
+        let fan = clinux_fanotify_init(isRoot ? 1 : 0)
         guard fan >= 0 else { throw Errno(rawValue: errno) }
-        for fd in [volume.store.containersFD, volume.store.trashFD, volume.store.snapshotsFD]
-        where clinux_fanotify_mark_filesystem(fan, fd) != 0 {
-            let error = Errno(rawValue: errno)
-            Glibc.close(fan)
-            throw error
+        self.fan = fan
+        let tops = [(volume.store.containersFD, "containers"), (volume.store.trashFD, "trash"), (volume.store.snapshotsFD, "snapshots")]
+        if isRoot && Self.isFileSystemRoot(volume.store.rootFD)
+            && tops.allSatisfy({ clinux_fanotify_mark_filesystem(fan, $0.0) == 0 }) {
+            marking = .fileSystem
+        } else {
+            marking = .directories
         }
         trashInode = (try? Syscall.fstat(volume.store.trashFD)).map { UInt64($0.st_ino) } ?? 0
         inodeLeadsHandle = clinux_fs_type(volume.store.containersFD) == 0xEF53
+        // Without CAP_DAC_READ_SEARCH no handle can be opened: only inode numbers read from
+        // the handles themselves name what changed.
+        guard isRoot || inodeLeadsHandle else {
+            Glibc.close(fan)
+            throw .notPermitted
+        }
         // open_by_handle_at takes no O_PATH descriptor for its mount.
         mountFD = (try? Syscall.openat(volume.store.rootFD, ".", O_RDONLY | O_DIRECTORY)) ?? -1
         guard mountFD >= 0 else {
             Glibc.close(fan)
             throw Errno(rawValue: errno)
         }
+        guard marking == .directories else { return }
+        for (fd, name) in tops {
+            guard let st = try? Syscall.fstat(fd) else { continue }
+            roots[UInt64(st.st_ino)] = (fd, name)
+            marked[UInt64(st.st_ino)] = (0, nil)
+            if let copy = try? Syscall.openat(fd, ".", O_PATH | O_DIRECTORY) {
+                markTree(copy, UInt64(st.st_ino), late: false)
+            }
+        }
+        if !isComplete {
+            // Refused outright (fanotify's marks of this user exhausted at start, say).
+            Glibc.close(fan)
+            Glibc.close(mountFD)
+            throw .noSpace
+        }
     }
 
-    /// Whether this kernel and process can watch a file system with fanotify's FID
-    /// reporting (nil) or why not.
-    public static func unavailableReason(store: Store) -> Errno? {
-        let fd = clinux_fanotify_init()
-        guard fd >= 0 else { return Errno(rawValue: errno) }
-        defer { Glibc.close(fd) }
-        return clinux_fanotify_mark_filesystem(fd, store.containersFD) == 0 ? nil : Errno(rawValue: errno)
+    /// Whether `fd` is the root of a mounted file system (its parent is on another device).
+    static func isFileSystemRoot(_ fd: CInt) -> Bool {
+        guard let here = try? Syscall.fstat(fd), let up = try? Syscall.fstatat(fd, "..", 0) else { return false }
+        return here.st_dev != up.st_dev
     }
 
     deinit { buffer.deallocate() }
@@ -119,7 +163,7 @@ public final class FanotifyWatcher: StoreWatching, @unchecked Sendable {
         wake()
         if started.load(ordering: .acquiring) { finished.wait() }
         let c = draining.withLock { _ in counts }
-        logger.info("fanotify watcher: \(c.events) events, \(c.own) the daemon's own, \(c.outside) outside changes of the store, \(c.elsewhere) elsewhere on its file system")
+        logger.info("fanotify watcher: \(c.events) events, \(c.own) the daemon's own, \(c.outside) outside changes of the store, \(c.elsewhere) elsewhere")
     }
 
     // MARK: - Thread and catching up
@@ -135,6 +179,7 @@ public final class FanotifyWatcher: StoreWatching, @unchecked Sendable {
             // go as soon as those are handled, not after a backlog of other programs' events.
             let released = draining.withLock { _ in
                 let empty = drainOnce(inline: true)
+                markNewDirectories()
                 return waiters.withLock { w in
                     // Found empty with `draining` held: whatever any waiter asked for is handled.
                     let due = w.filter { empty || $0.until <= handled }
@@ -153,9 +198,11 @@ public final class FanotifyWatcher: StoreWatching, @unchecked Sendable {
             // Everything read is handled while `draining` is held.
             let until = handled + queuedEvents()
             while handled < until, !drainOnce(inline: false) {}
-            // Requests waiting for what this handled are let go by the watcher thread.
-            if waiters.withLock({ !$0.isEmpty }) { wake() }
-            return true
+            // Requests waiting for what this handled are let go by the watcher thread, and
+            // new directories are marked there.
+            let done = unmarked.isEmpty
+            if !done || waiters.withLock({ !$0.isEmpty }) { wake() }
+            return done
         } ?? false
     }
 
@@ -230,6 +277,7 @@ public final class FanotifyWatcher: StoreWatching, @unchecked Sendable {
             everythingChanged()
             return
         }
+        if marking == .directories { followDirectories(event) }
         if event.pid == ownPID {
             counts.own += 1
             return
@@ -390,11 +438,24 @@ public final class FanotifyWatcher: StoreWatching, @unchecked Sendable {
         return UInt64(st.st_ino)
     }
 
-    /// The mount path of `name` in the directory a handle names, for presenters (as
-    /// `StoreWatcher.relativePath`); nil outside `containers/`, `snapshots/` and `trash/`.
-    /// A look-up by handle per event while presenters listen, of other programs' events too.
+    /// The mount path of `name` in the directory a handle names, for presenters; nil
+    /// outside `containers/`, `snapshots/` and `trash/`. With the whole file system marked,
+    /// a look-up by handle per event while presenters listen, of other programs' events too.
     private func presenterPath(_ handle: UnsafeRawPointer?, _ name: FilePath.Component?) -> FilePath? {
-        guard let handle, let name else { return nil }
+        guard let handle, let name, let directory = storePath(handle) else { return nil }
+        switch directory.components.first?.string {
+        case "containers", "snapshots": return directory.appending(name)
+        case "trash": return FilePath(root: "/", directory.components.dropFirst()).appending(name)
+        default: return nil
+        }
+    }
+
+    /// The path in the store (`/containers/…`) of the directory a handle names.
+    private func storePath(_ handle: UnsafeRawPointer) -> FilePath? {
+        if marking == .directories {
+            guard let inode = inode(of: handle), let (top, components) = markedPath(inode) else { return nil }
+            return FilePath(root: "/", [FilePath.Component(top)!] + components)
+        }
         let fd = clinux_open_handle(mountFD, handle)
         guard fd >= 0 else { return nil }
         defer { Glibc.close(fd) }
@@ -402,10 +463,119 @@ public final class FanotifyWatcher: StoreWatching, @unchecked Sendable {
         var path = FilePath(target)
         guard path.removePrefix(volume.store.resolvedPath) else { return nil }
         path.root = "/"
-        switch path.components.first?.string {
-        case "containers", "snapshots": return path.appending(name)
-        case "trash": return FilePath(root: "/", path.components.dropFirst()).appending(name)
-        default: return nil
+        return path
+    }
+
+    // MARK: - Marking each directory
+
+    /// Where a marked directory is: its root's name and the names below it; nil if it is
+    /// not marked (or no longer in the store).
+    private func markedPath(_ inode: UInt64) -> (top: String, components: [FilePath.Component])? {
+        var components: [FilePath.Component] = []
+        var current = inode
+        while let entry = marked[current] {
+            guard let name = entry.name else { return roots[current].map { ($0.name, components.reversed()) } }
+            components.append(name)
+            current = entry.parent
+            if components.count > 4096 { return nil }  // a cycle: never, but never loop
+        }
+        return nil
+    }
+
+    /// Opens a marked directory (`O_PATH`), one name at a time and following no link.
+    private func openMarked(_ inode: UInt64) -> CInt? {
+        guard let (top, components) = markedPath(inode), let root = roots.first(where: { $0.value.name == top }) else { return nil }
+        var fd = (try? Syscall.openat(root.value.fd, ".", O_PATH | O_DIRECTORY)) ?? -1
+        for component in components where fd >= 0 {
+            let next = component.withPlatformString { (try? Syscall.openat(fd, $0, O_PATH | O_DIRECTORY | O_NOFOLLOW)) ?? -1 }
+            Syscall.close(fd)
+            fd = next
+        }
+        return fd >= 0 ? fd : nil
+    }
+
+    /// Some directory of the store goes unmarked from now on: short cache timeouts.
+    private func giveUpCompleteness(_ why: String) {
+        if complete.exchange(false, ordering: .acquiringAndReleasing) { logger.warning("\(why); using short cache timeouts") }
+    }
+
+    /// Marks the directory behind `fd` (an `O_PATH` descriptor, taken over) and every
+    /// directory below it. `late`: it was made or moved in before its mark, so whatever
+    /// happened in it meanwhile went unheard; if the kernel holds it, its entries are due
+    /// for a look-up again, and every item for a check of its name at its next OPEN.
+    private func markTree(_ fd: CInt, _ inode: UInt64, late: Bool) {
+        defer { Syscall.close(fd) }
+        guard clinux_fanotify_mark_directory(fan, fd) == 0 else {
+            let error = Errno(rawValue: errno)
+            if error != .noSuchFileOrDirectory { giveUpCompleteness("cannot mark every directory of the store (\(error))") }
+            return
+        }
+        let stream: DirectoryStream
+        do { stream = try DirectoryStream.open(fd) } catch {
+            if error != .noSuchFileOrDirectory { giveUpCompleteness("cannot list a directory of the store (\(error))") }
+            return
+        }
+        let heldLate = late && volume.item(inode) != nil
+        if heldLate { volume.items.outsideEntryEpoch.add(1, ordering: .releasing) }
+        while let entry = try? stream.next() {
+            guard !entry.isDotOrDotDot, let name = FilePath.Component(platformString: entry.name) else { continue }
+            if heldLate { volume.notify { $0.entryMayHaveAppeared(parent: inode, name: name) } }
+            guard entry.type == UInt8(DT_DIR) || entry.type == UInt8(DT_UNKNOWN) else { continue }
+            guard let child = try? Syscall.openat(fd, entry.name, O_PATH | O_DIRECTORY | O_NOFOLLOW) else { continue }
+            guard let st = try? Syscall.fstat(child) else { Syscall.close(child); continue }
+            marked[UInt64(st.st_ino)] = (inode, name)
+            markTree(child, UInt64(st.st_ino), late: late)
+        }
+    }
+
+    /// Keeps `marked` in step with directories made, removed and moved, the daemon's own
+    /// included; directories made or moved in are left to `markNewDirectories`.
+    private func followDirectories(_ event: clinux_fan_event) {
+        if event.mask & clinux_FAN_Q_OVERFLOW != 0 {
+            // Directories made meanwhile went unheard: the whole store is walked again
+            // (marked directories cost nothing more).
+            for (inode, root) in roots {
+                if let name = FilePath.Component(root.name) { unmarked.append((0, name, inode)) }
+            }
+            return
+        }
+        guard event.mask & clinux_FAN_ONDIR != 0 else { return }
+        let object = event.object.flatMap { inode(of: $0) }
+        if event.mask & clinux_FAN_CREATE != 0, let dir = event.dir.flatMap({ inode(of: $0) }), marked[dir] != nil,
+           let name = event.name.flatMap({ FilePath.Component(platformString: $0) }) {
+            unmarked.append((dir, name, object))
+        }
+        if event.mask & clinux_FAN_DELETE != 0, let object { marked[object] = nil }
+        if event.mask & clinux_FAN_RENAME != 0, let object {
+            let to = event.new_dir.flatMap { inode(of: $0) }
+            if let to, marked[to] != nil, let name = event.new_name.flatMap({ FilePath.Component(platformString: $0) }) {
+                if marked[object] != nil { marked[object] = (to, name) } else { unmarked.append((to, name, object)) }
+            } else {
+                marked[object] = nil
+            }
+        }
+    }
+
+    /// Marks the directories `followDirectories` found made or moved in, with everything
+    /// below them; `draining` held, on the watcher thread.
+    private func markNewDirectories() {
+        while !unmarked.isEmpty {
+            let (parent, name, inode) = unmarked.removeFirst()
+            if parent == 0 {
+                // A root, walked again after an overflow.
+                if let inode, let root = roots[inode], let fd = try? Syscall.openat(root.fd, ".", O_PATH | O_DIRECTORY) {
+                    markTree(fd, inode, late: true)
+                }
+                continue
+            }
+            guard let dirFD = openMarked(parent) else { continue }
+            let fd = name.withPlatformString { (try? Syscall.openat(dirFD, $0, O_PATH | O_DIRECTORY | O_NOFOLLOW)) ?? -1 }
+            Syscall.close(dirFD)
+            guard fd >= 0, let st = try? Syscall.fstat(fd) else { continue }
+            // Moved on or replaced since: a later event tells of what is there now.
+            guard inode == nil || inode == UInt64(st.st_ino) else { Syscall.close(fd); continue }
+            marked[UInt64(st.st_ino)] = (parent, name)
+            markTree(fd, UInt64(st.st_ino), late: true)
         }
     }
 }

@@ -242,7 +242,7 @@ extension MountCommand {
         if kind == .fanotify {
             do throws(Errno) {
                 let watcher = try FanotifyWatcher(volume: volume, listener: listener, logger: logger)
-                logger.info("store watcher: fanotify (the file system of the store, changes attributed by pid)")
+                logger.info("store watcher: fanotify (marking \(watcher.marking.rawValue), changes attributed by pid)")
                 return watcher
             } catch {
                 logger.warning("store watcher: fanotify cannot watch the store (\(error)); using inotify")

@@ -45,7 +45,7 @@ struct MountOptions {
     var coordination = true
     /// `-o watcher=inotify|fanotify`: the store watcher (DESIGN.md 59). fanotify needs a
     /// root daemon; when it cannot start, the mount falls back to inotify with a log line.
-    var watcher = WatcherKind.inotify
+    var watcher = WatcherKind.fanotify
     enum WatcherKind: String { case inotify, fanotify }
 
     /// What reaches libfuse and the kernel unchanged: the per-mount flags mount(8) and
