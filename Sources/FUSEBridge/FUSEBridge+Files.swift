@@ -18,7 +18,7 @@ extension FUSEBridge {
         let caller = reply.caller(clearingSetID: clearsSetID)
         // Pages are kept only if the watcher saw every change both before this open caught
         // up and at its answer: one that became complete meanwhile may still have the item's
-        // invalidation queued behind this open (StoreWatcher.rescan).
+        // invalidation queued behind this open.
         let coherent = isCoherent
         // A truncating open needs no news of the old content and must not wait for page
         // invalidation (under writeback the kernel holds off writeback while it waits, and
@@ -34,8 +34,8 @@ extension FUSEBridge {
         let flags = info.flags
         // A name replaced in the store while the kernel still had it cached: the kernel
         // retries the open with a fresh lookup (ESTALE), and opens the new file. Without a
-        // watcher that hears every change (past its budget), the kernel's entries live for
-        // the short timeouts, and every open looks at its name.
+        // watcher that hears every change, the kernel's entries live for the short
+        // timeouts, and every open looks at its name.
         let answered = staleOpens.take(caller.pid)
         if volume.wasReplacedInStore(item, everyTime: !isCoherent) || volume.mayBeReachedThroughOldName(item),
            let (parent, name) = item.placement, answered?.isRetry(of: item, parent, name) != true {
@@ -91,7 +91,7 @@ extension FUSEBridge {
         cfuse_fi_set_noflush(&info, 1)
         if let backing = passthrough?.backingID(for: file) { return backing }
         if file.direct || file.uncached { cfuse_fi_set_direct_io(&info, 1) }
-        else if keepsPages && isCoherent && !file.pagesStale { cfuse_fi_set_keep_cache(&info, 1) }
+        else if keepsPages && isCoherent { cfuse_fi_set_keep_cache(&info, 1) }
         return nil
     }
 
@@ -147,11 +147,9 @@ extension FUSEBridge {
         guard let file = FUSEBridge.file(fi) else { return reply.fail(Errno.badFileDescriptor) }
         // Page-cache writeback (pid 0) carries no writer and must never wait: a write failing
         // at its deadline would lose acknowledged data. Its writer was coordinated at open.
-        let start = file.writeStarts()
         if volume.kernelCachesWrites && reply.caller.pid == 0 {
             let n = cfuse_write_buf_to_fd(buffers, file.fd, offset)
             if n < 0 { return reply.fail(Errno(rawValue: CInt(-n))) }
-            file.wrote(from: start)  // before the answer: see OpenFile.wrote
             return reply.written(n)
         }
         // Only a write that must clear set-ID bits needs its caller.
@@ -163,7 +161,6 @@ extension FUSEBridge {
         let n = Credentials.clearingSetID(for: writer, on: file.fd) { cfuse_write_buf_to_fd(buffers, file.fd, offset) }
         coordination?.leaveFastPath()
         if n < 0 { return reply.fail(Errno(rawValue: CInt(-n))) }
-        file.wrote(from: start)  // before the answer: see OpenFile.wrote
         reply.written(n)
     }
 
@@ -182,13 +179,11 @@ extension FUSEBridge {
             Coordination(claims: [Claim(target: mount.target(of: file.item), writing: [])], asksPresenters: false)
         }) { reply, _ in
             do {
-                let start = file.writeStarts()
                 let n = try bytes.withUnsafeBytes { b in
                     try Credentials.clearingSetID(for: caller, on: file.fd) { () throws(Errno) in
                         try Syscall.pwrite(file.fd, UnsafeRawBufferPointer(rebasing: b[0..<copied]), offset)
                     }
                 }
-                file.wrote(from: start)  // before the answer: see OpenFile.wrote
                 reply.written(n)
             } catch {
                 reply.fail(error)

@@ -6,7 +6,7 @@ import Synchronization
 import SystemPackage
 
 /// Tells the kernel to drop cached entries and attributes when the store changed without
-/// the kernel seeing it (a CLI command the daemon ran, an edit found by inotify).
+/// the kernel seeing it (a CLI command the daemon ran, an edit found by the store watcher).
 ///
 /// The `fuse_lowlevel_notify_*` calls run on the notifier's own threads, never inside a
 /// request handler, on the store watcher's thread or under a core lock: libfuse documents
@@ -148,8 +148,7 @@ public final class KernelNotifier: VolumeObserver, @unchecked Sendable {
     /// A prune leaves an entry in use at that moment (a `stat` under way), and with it the
     /// stale inode: it is sent again after 1, 2, 4 … 128 ms while the daemon still holds
     /// the item in that state (one held open stays so until its last close, which
-    /// `Volume.handleReleased` covers). `writeback-outside-edits-hard-links`, which polls
-    /// with `stat`, kept the old size in 1 of 40 rounds of one CI run without it.
+    /// `Volume.handleReleased` covers).
     public func letGoOfOldState(_ inode: UInt64) {
         guard canLetGo else { return }
         lanes.add(.prune) { [self] in pruneOldState(inode, tries: 0) }

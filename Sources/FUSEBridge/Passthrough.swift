@@ -56,7 +56,6 @@ final class Passthrough: Sendable {
             return (kinds, kinds.choose(self, item, file.fd))
         }
         file.attachment.withLock { $0 = Handle(kinds: kinds, passedThrough: backing != nil) }
-        if backing != nil { file.writesUnseen.store(true, ordering: .relaxed) }
         return backing
     }
 

@@ -15,15 +15,12 @@ import SystemPackage
 /// same name, or for the same item when there was no path to walk again (`/proc/PID/fd`).
 /// The thread's LOOKUP of that name in between is the fresh walk (`lookedUp`): the item it
 /// found is the one the retry opens, whatever the item is known by (a hard link's other
-/// name, moved in the store over the replaced file: its retry was answered ESTALE too, and
-/// the program saw it, in 121 of 200 rounds of a loop after a coherence fuzzer's s29a-def-2901).
-/// A retry whose lookup failed (the file was deleted) never comes: its entry must not
+/// name, moved in the store over the replaced file, whose retry would else be answered
+/// ESTALE too, which the program would see). A retry whose lookup failed (the file was deleted) never comes: its entry must not
 /// excuse the thread's next, unrelated open, hence the name, and the failed LOOKUP of that
 /// name by the thread drops it. The entry holds the item itself, whose
 /// descriptor pins its inode: matched by number, a file made later under the freed number
-/// was taken for the retry, and a stale entry of it served (a coherence fuzzer, s27a-wb-207:
-/// a file replaced in the store and its replacement moved away, opened through the mount at
-/// once, read the old file in 27 of 300 rounds).
+/// could be taken for the retry, and a stale entry of it served.
 final class StaleOpens: Sendable {
     /// How long an entry is kept for a retry that may never come (its lookup failed): any
     /// OPEN by the thread uses it up, so this only bounds what a thread that never opens

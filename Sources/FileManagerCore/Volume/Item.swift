@@ -66,7 +66,7 @@ public final class Item: @unchecked Sendable {
     /// not yet taken by the kernel (`Volume.followMoveInStore`). An OPEN meanwhile may have
     /// come through an old name, which now leads nowhere (DESIGN.md 27).
     let oldNamesInKernel = Atomic<Int>(0)
-    /// Until when (`OwnChanges.now()`) the last such name still counts once the kernel
+    /// Until when (`MonotonicClock.now()`) the last such name still counts once the kernel
     /// dropped it (`Volume.oldNameGrace`); 0 when none ever did.
     let oldNameGraceUntil = Atomic<UInt64>(0)
     /// Under `-o writeback`: the `outsideEntryEpoch` given to the last change of this
@@ -76,16 +76,16 @@ public final class Item: @unchecked Sendable {
     /// (DESIGN.md 22), so only a new inode shows the change (`Volume.kernelMayHoldOldState`).
     let changedOutsideEpoch = Atomic<UInt64>(0)
     let lookedUpEpoch = Atomic<UInt64>(0)
-    /// Regular files: the content (`ContentStamp`) the kernel's cached pages of the file were
-    /// last known to show, 0 when nothing is known. Set when the kernel made its inode (a
-    /// look-up), when the watcher told it of a change, when the daemon's own handle closed
-    /// in the state its last write left and after its own `setattr`; an open that finds the
-    /// file otherwise drops the pages (`Volume.open`).
+    /// Regular files: the content (`ContentStamp`) the watcher last found the file in when
+    /// it told the kernel of an outside change, 0 when nothing is known. No open compares it
+    /// at present: the watcher hears every write as it happens (DESIGN.md 59).
     let pagesShow = Atomic<UInt64>(ContentStamp.unknown)
-    /// Regular files: the daemon's own changes under way, which move the content with no
-    /// record of each step (handles with write access, `setattr`s): an open then compares
-    /// nothing (`Volume.pagesPredateContent`).
-    let ownChangesUnderWay = Atomic<Int>(0)
+    /// Regular files: the daemon's own changes under way (handles with write access,
+    /// `setattr`s, extended attribute changes): a snapshot must not link the file's data
+    /// meanwhile (`ItemTable.isWriting`).
+    let changesUnderWay = Atomic<Int>(0)
+    /// Counted in `ItemTable.holdsLinkedFiles`: seen with more than one name.
+    let countedAsLinked = Atomic<Bool>(false)
     /// Regular files: opens for writing under way, counted before they look whether a
     /// snapshot shares the data (`Volume.keepSnapshotsFrozen`).
     let writableOpensStarting = Atomic<Int>(0)
@@ -124,4 +124,13 @@ public final class Item: @unchecked Sendable {
     public var isVirtual: Bool { fd < 0 }
     /// Whether a file handle of the mount is open on it.
     public var isOpen: Bool { openHandles.load(ordering: .relaxed) > 0 }
+
+    /// Runs a change the daemon makes to the item, counted on `changesUnderWay` for a
+    /// regular file.
+    func changing<R>(_ body: () throws(Errno) -> R) throws(Errno) -> R {
+        guard isRegularFile else { return try body() }
+        changesUnderWay.add(1, ordering: .acquiring)
+        defer { changesUnderWay.subtract(1, ordering: .releasing) }
+        return try body()
+    }
 }

@@ -25,12 +25,10 @@ public final class ItemTable: Sendable {
     /// (`Volume.wasReplacedInStore`); under `-o writeback` also for every regular file
     /// changed in place outside the mount (`Item.changedOutsideEpoch`).
     let outsideEntryEpoch = Atomic<UInt64>(0)
-    /// The link counts the kernel was told for its hard-linked files, which an outside
-    /// link or unlink changes without an event of their own.
-    let linkCounts = LinkCounts()
-    /// Hard-linked files watched on their own since one of their names went, whose
-    /// writers' closes no directory hears (they outlive the items: see there).
-    let fileWatches = FileWatches()
+    /// How many of the items held were seen with more than one name (hard links,
+    /// `Item.countedAsLinked`): an unlink or rename through the mount looks at the name it
+    /// takes away only while there is one (`Volume.unlink`, `Volume.rename`).
+    private let linkedItems = Atomic<Int>(0)
 
     init() {
         shards = (0..<Self.shardCount).map { _ in Shard() }
@@ -103,19 +101,27 @@ public final class ItemTable: Sendable {
         // removed (the journal SQLite deletes at every commit): its forgetting gives
         // READDIRPLUS nothing to prime, and must not start the listing afresh (DESIGN.md 34).
         guard let gone else { return }
-        linkCounts.forget(inode)
+        if gone.item.countedAsLinked.exchange(false, ordering: .relaxed) { linkedItems.subtract(1, ordering: .relaxed) }
         guard let parent = gone.parent else { return }
         if !gone.item.isVirtual, let st = try? Syscall.fstat(gone.item.fd), st.st_nlink == 0 { return }
         parent.childrenForgotten.add(1, ordering: .relaxed)
     }
 
-    /// Watches the file on its own (`FileWatches`); at the limit, in place of watches of
-    /// files no longer held.
-    func watchFile(_ item: Item) {
-        fileWatches.watch(item) { self.item($0) != nil }
+    /// Notes what the kernel is about to be told of `item`: a non-directory with more than
+    /// one name counts towards `holdsLinkedFiles` until the kernel forgets it.
+    @inline(__always)
+    func noteLinks(_ item: Item, _ st: stat) {
+        guard st.st_nlink > 1, st.st_mode & S_IFMT != S_IFDIR else { return }
+        if !item.countedAsLinked.load(ordering: .relaxed),
+           item.countedAsLinked.compareExchange(expected: false, desired: true, ordering: .relaxed).exchanged {
+            linkedItems.add(1, ordering: .relaxed)
+        }
     }
 
-    /// Every inode held, for a rescan.
+    /// Whether the kernel holds a file it was told has several names.
+    var holdsLinkedFiles: Bool { linkedItems.load(ordering: .relaxed) > 0 }
+
+    /// Every inode held (the watcher lost events: every item may have changed).
     public func allInodes() -> [UInt64] {
         shards.flatMap { s in s.withLock { Array($0.keys) } }
     }
@@ -135,6 +141,6 @@ extension ItemTable: SnapshotWriters {
     public func isWriting(_ inode: UInt64) -> Bool {
         guard let item = item(inode) else { return false }
         return item.writableOpensStarting.load(ordering: .sequentiallyConsistent) > 0
-            || item.ownChangesUnderWay.load(ordering: .sequentiallyConsistent) > 0
+            || item.changesUnderWay.load(ordering: .sequentiallyConsistent) > 0
     }
 }

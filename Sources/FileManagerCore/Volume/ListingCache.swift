@@ -62,7 +62,7 @@ struct ListingCache {
     private(set) var staleFeeders = 0
     /// Fresh starts whose invalidation of the kernel's pages is not done yet.
     private(set) var pendingDrops = 0
-    /// `Context.resets` as last seen: a rescan is a change like any other.
+    /// `Context.resets` as last seen: lost events are a change like any other.
     private var resetsSeen: UInt64 = 0
     /// A handle asked for the cache before: until then the kernel has no pages to drop (the
     /// item is as old as the kernel's inode, which is made by the look-up that made it).
@@ -77,7 +77,7 @@ struct ListingCache {
         var now: UInt64
         /// How often the kernel forgot an item last seen in this directory, ever.
         var childrenForgotten: UInt64
-        /// Bumped when every listing may have changed unseen (a rescan of the store).
+        /// Bumped when every listing may have changed unseen (the watcher lost events).
         var resets: UInt64
         /// How long attributes the kernel was given stay valid: a listing older than that
         /// primes nothing a new READDIRPLUS would not prime again.
@@ -89,7 +89,7 @@ struct ListingCache {
         // attr_timeout=0: nothing would ever be kept.
         if context.maxAge == 0 { return .uncached }
         if context.resets != resetsSeen {
-            // Every handle open now may hold entries read before the changes a rescan found.
+            // Every handle open now may hold entries read before the changes that went unheard.
             resetsSeen = context.resets
             changed()
         }

@@ -30,7 +30,7 @@ extension Volume {
     public func setAttributes(_ item: Item, _ changes: AttributeChanges, handle: OpenFile?) throws(Errno) -> stat {
         if item.isVirtual { throw .permissionDenied }
         try zone(of: item).checkModify()
-        return presented(try ownChanges.changingItem(item) { () throws(Errno) in try apply(changes, to: item, handle: handle) }, of: item)
+        return presented(try item.changing { () throws(Errno) in try apply(changes, to: item, handle: handle) }, of: item)
     }
 
     private func apply(_ changes: AttributeChanges, to item: Item, handle: OpenFile?) throws(Errno) -> stat {
@@ -42,7 +42,7 @@ extension Volume {
             try Syscall.fchmod(pathDescriptor: item.fd, mode & 0o7777)
         }
         // Data and modification time are what a snapshot shares (counted on
-        // `ownChangesUnderWay` by `changingItem`).
+        // `changesUnderWay` by `setAttributes`).
         if changes.size != nil || changes.changesTimes { try keepSnapshotsFrozen(item) }
         if let size = changes.size {
             try Credentials.clearingSetID(for: changes.caller, on: handle?.fd ?? item.fd) { () throws(Errno) in

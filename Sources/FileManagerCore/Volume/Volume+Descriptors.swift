@@ -29,7 +29,7 @@ extension Volume {
     /// so with pruning directories are chosen too. Each round starts where the last one
     /// stopped.
     func shedDescriptors() {
-        let now = OwnChanges.now()
+        let now = MonotonicClock.now()
         let last = lastShedding.load(ordering: .relaxed)
         guard now &- last >= 100_000_000,
               lastShedding.compareExchange(expected: last, desired: now, ordering: .relaxed).exchanged else { return }
@@ -126,9 +126,7 @@ extension Volume {
         listingChanged(parent.inode)
         if let made, let now = try? Syscall.fstatat(parent.fd, name), made.matches(now) {
             let flags = now.st_mode & S_IFMT == S_IFDIR ? AT_REMOVEDIR : 0
-            let removed: Void? = try? ownChanges.expectingEntry(parent.inode, name, removing: true) { () throws(Errno) in
-                try Syscall.unlinkat(parent.fd, name, flags)
-            }
+            let removed: Void? = try? Syscall.unlinkat(parent.fd, name, flags)
             if removed != nil { return }
         }
         guard let component = FilePath.Component(platformString: name) else { return }

@@ -54,7 +54,7 @@ extension Volume {
         guard item.isDirectory else { throw .notDirectory }
         var listing: ListingCache.Answer?
         if let maxAge = listingMaxAge {
-            let context = ListingCache.Context(now: OwnChanges.now(), childrenForgotten: item.childrenForgotten.load(ordering: .relaxed),
+            let context = ListingCache.Context(now: MonotonicClock.now(), childrenForgotten: item.childrenForgotten.load(ordering: .relaxed),
                                                resets: listingResets.load(ordering: .acquiring), maxAge: maxAge)
             listing = item.state.withLock { $0.listing.opened(context) }
         }
@@ -103,7 +103,7 @@ extension Volume {
         items.item(inode)?.state.withLock { $0.listing.changed() }
     }
 
-    /// Every listing may have changed unseen (a rescan of the store).
+    /// Every listing may have changed unseen (the watcher lost events).
     func everyListingChanged() {
         listingResets.add(1, ordering: .releasing)
     }

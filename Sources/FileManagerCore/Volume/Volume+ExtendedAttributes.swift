@@ -59,7 +59,7 @@ extension Volume {
 
     /// Setting and removing alike: a modification (refused where the zone forbids one), of a
     /// supported name, forgetting the cached `security.capability` answer before and after,
-    /// and recorded as the daemon's own change for the store watcher.
+    /// counted as a change of the item under way (`Item.changesUnderWay`).
     private func changeExtendedAttribute(_ item: Item, _ name: UnsafePointer<CChar>, _ change: () throws(Errno) -> Void) throws(Errno) {
         if item.isVirtual { throw .permissionDenied }
         try zone(of: item).checkModify()
@@ -67,9 +67,6 @@ extension Volume {
         let security = strncmp(name, "security.", 9) == 0
         defer { if security { forgetCachedAttributes(item) } }
         if security { forgetCachedAttributes(item) }
-        _ = try ownChanges.changingItem(item) { () throws(Errno) in
-            try change()
-            return try Syscall.fstat(item.fd)
-        }
+        try item.changing { () throws(Errno) in try change() }
     }
 }

@@ -15,18 +15,11 @@ public final class OpenFile: @unchecked Sendable {
     public let direct: Bool
     public let writable: Bool
     /// The kernel must not cache this handle's data either: under writeback, its inode of
-    /// the file may hold an old size (`Volume.kernelMayHoldOldState`, `pagesPredateContent`).
+    /// the file may hold an old size (`Volume.kernelMayHoldOldState`).
     public let uncached: Bool
-    /// The kernel's cached pages of the file may predate its content: the open keeps none
-    /// (`Volume.pagesPredateContent`).
-    public let pagesStale: Bool
-    /// Set when the descriptor has write access: its close echoes as IN_CLOSE_WRITE, which
-    /// is the daemon's own only if nothing changed the file after the daemon's last write
-    /// through it (`wrote`, `OwnChanges.closingItem`).
-    private let ownChanges: OwnChanges?
-    /// The kernel writes to the backing file itself (FUSE passthrough, DESIGN.md 29): the
-    /// daemon sees none of those writes, so the state at close is taken as its own.
-    public let writesUnseen = Atomic<Bool>(false)
+    /// The descriptor has write access: the handle counts as a change of the item under
+    /// way (`Item.changesUnderWay`) for as long as it lives.
+    private let changes: Bool
     /// The purpose (raw value) of the last coordinated write through this handle, 0 when
     /// none: at release, presenters hear `didChange` from it (docs/SEMANTICS.md §3.2).
     public let coordinatedWriter = Atomic<UInt64>(0)
@@ -39,14 +32,7 @@ public final class OpenFile: @unchecked Sendable {
     /// Called with the descriptor just before it closes.
     private let closing: (@Sendable (CInt) -> Void)?
 
-    /// `state`: the item's state now, when the caller has it (saves an `fstat`); `mark`:
-    /// the inotify queue's position before the open, if the open itself changed the item
-    /// (a creation, a truncation: under passthrough the kernel's own file may close before
-    /// RELEASE, DESIGN.md 29), else `.max` (the close marks it, `OwnChanges.closingItem`).
-    /// A handle with write access records the state it opened in; a read-only one only a
-    /// change its open made.
-    init(fd: CInt, item: Item, direct: Bool, writable: Bool, accessMode: CInt, ownChanges: OwnChanges,
-         state: stat? = nil, mark: UInt64 = .max, pagesStale: Bool = false, uncached: Bool = false,
+    init(fd: CInt, item: Item, direct: Bool, writable: Bool, accessMode: CInt, uncached: Bool = false,
          throughDaemonOnly: Bool = false, closing: (@Sendable (CInt) -> Void)? = nil) {
         self.fd = fd
         self.throughDaemonOnly = throughDaemonOnly
@@ -54,64 +40,23 @@ public final class OpenFile: @unchecked Sendable {
         self.item = item
         self.direct = direct
         self.writable = writable
-        self.pagesStale = pagesStale
         self.uncached = uncached
-        self.ownChanges = accessMode != O_RDONLY ? ownChanges : nil
-        self.ownChanges?.changing(item, true)
-        if self.ownChanges != nil || mark != .max {  // the state its close will be compared with
-            if let state { ownChanges.recordItem(item.inode, state, after: mark) }
-            else { ownChanges.recordItem(item.inode, descriptor: fd, after: mark) }
-        }
+        changes = accessMode != O_RDONLY
+        if changes { item.changesUnderWay.add(1, ordering: .acquiring) }
         item.openHandles.add(1, ordering: .relaxed)
     }
 
     deinit {
         item.openHandles.subtract(1, ordering: .relaxed)
-        if let ownChanges {  // the close echoes as IN_CLOSE_WRITE
-            if writesUnseen.load(ordering: .relaxed) {
-                // The kernel wrote to the backing file itself, past its FUSE pages.
-                ownChanges.recordItem(item.inode, descriptor: fd, after: 0)
-                item.pagesShow.store(ContentStamp.unknown, ordering: .relaxed)
-            } else if let st = ownChanges.closingItem(item.inode, descriptor: fd) {
-                // The content its writes left, which went through the kernel's pages, unless
-                // someone else changed the file between them.
-                var shown = item.pagesShow.load(ordering: .relaxed)
-                while shown != ContentStamp.doubtful {
-                    let (done, now) = item.pagesShow.compareExchange(expected: shown, desired: ContentStamp.of(st), ordering: .relaxed)
-                    if done { break }
-                    shown = now
-                }
-            }
-        }
         closing?(fd)
         Syscall.close(fd)
-        ownChanges?.changing(item, false)
+        if changes { item.changesUnderWay.subtract(1, ordering: .releasing) }
     }
-
-    /// Before a write through this handle: what `wrote` needs to know of the state the
-    /// write starts from (`OwnChanges.beforeWrite`: nil unless an attribute change of the
-    /// daemon's has an echo still to come); the kernel's pages are put in doubt if the file
-    /// is not in the state the daemon's last change left.
-    public func writeStarts() -> stat? {
-        guard let ownChanges else { return nil }
-        let (start, continues) = ownChanges.beforeWrite(item.inode, descriptor: fd)
-        if !continues { item.pagesShow.store(ContentStamp.doubtful, ordering: .relaxed) }
-        return start
-    }
-
-    /// The daemon wrote through this handle: records the state the write left, which the
-    /// handle's close echoes (`OwnChanges.closingItem`). Called by the FUSE bridge after each
-    /// WRITE, and here by `allocate` and `copyRange`; always before the answer, since an
-    /// edit the writer makes once its write returned must not be recorded as the daemon's.
-    /// `start`: what `writeStarts` said before the write.
-    public func wrote(from start: stat? = nil) { ownChanges?.recordWrite(item.inode, descriptor: fd, before: start) }
 
     public func sync(dataOnly: Bool) throws(Errno) { try Syscall.fsync(fd, dataOnly: dataOnly) }
 
     public func allocate(mode: CInt, offset: off_t, length: off_t) throws(Errno) {
-        let start = writeStarts()
         try Syscall.fallocate(fd, mode, offset, length)
-        wrote(from: start)
     }
 
     /// `lseek` for SEEK_DATA / SEEK_HOLE (the kernel handles SEEK_SET/CUR/END itself).
@@ -122,10 +67,7 @@ public final class OpenFile: @unchecked Sendable {
     /// Server-side copy between two open files (`copy_file_range`).
     public func copyRange(from offset: off_t, to destination: OpenFile, at destinationOffset: off_t, length: Int, flags: UInt32) throws(Errno) -> Int {
         var inOff = offset, outOff = destinationOffset
-        let start = destination.writeStarts()
-        let n = try Syscall.copyFileRange(fd, &inOff, destination.fd, &outOff, length, flags)
-        destination.wrote(from: start)
-        return n
+        return try Syscall.copyFileRange(fd, &inOff, destination.fd, &outOff, length, flags)
     }
 }
 
@@ -167,9 +109,6 @@ extension Volume {
         defer { if writable { item.writableOpensStarting.subtract(1, ordering: .releasing) } }
         if writable { try keepSnapshotsFrozen(item) }
         if let file = try openSnapshotEntry(item, flags: flags) { return file }
-        let mark = flags & O_TRUNC != 0 ? ownChanges.queuePosition() : .max
-        // A truncating open replaces the content: the kernel drops its pages itself.
-        let (st, pagesStale) = flags & O_TRUNC == 0 ? pagesPredateContent(item) : (nil, false)
         // Under writeback the kernel may still hold the inode of before an edit made in the
         // store, with the old size (DESIGN.md 22): the handle is uncached, its reads end and
         // its appends land at the store's end of file. A truncating open makes the size 0.
@@ -179,17 +118,13 @@ extension Volume {
                 try Syscall.reopen(item.fd, backingFlags(flags & ~Volume.strippedOpenFlags, uncached: uncached) | O_NONBLOCK)
             }
         }
-        // A truncation is the daemon's own change, recorded by the handle at once, marked
-        // as of before it: under FUSE passthrough the kernel's own file, closing before
-        // RELEASE, echoes before the handle's close (DESIGN.md 29).
         return OpenFile(fd: fd, item: item, direct: flags & O_DIRECT != 0, writable: writable,
-                        accessMode: flags & O_ACCMODE, ownChanges: ownChanges, state: st, mark: mark,
-                        pagesStale: pagesStale, uncached: uncached)
+                        accessMode: flags & O_ACCMODE, uncached: uncached)
     }
 
     /// Before the data of a live file changes through the mount: a snapshot sharing it gets
     /// a copy of its own first (`SnapshotData.breakSharing`). The caller has counted the
-    /// change first (`Item.writableOpensStarting`, or `ownChangesUnderWay` for a setattr):
+    /// change first (`Item.writableOpensStarting`, or `changesUnderWay` for a setattr):
     /// a publish that links the file meanwhile finds it so and copies it itself.
     func keepSnapshotsFrozen(_ item: Item) throws(Errno) {
         guard item.isRegularFile else { return }
@@ -203,7 +138,7 @@ extension Volume {
         let data = store.snapshotData
         guard let fd = data.openEntry(snapshot: snapshot, entry: item.inode) else { return nil }
         return OpenFile(fd: fd, item: item, direct: flags & O_DIRECT != 0, writable: false, accessMode: O_RDONLY,
-                        ownChanges: ownChanges, throughDaemonOnly: true, closing: { data.closed($0) })
+                        throughDaemonOnly: true, closing: { data.closed($0) })
     }
 
     /// The name of the snapshot `item` is in: that of its ancestor just below `snapshots/`.
@@ -215,58 +150,6 @@ extension Volume {
             if parent.state.withLock({ $0.parent?.isVirtual ?? false }) { return name.string }
             current = parent
         }
-    }
-
-    /// Whether the kernel's cached pages of `item` may predate its content: a program in the
-    /// store changed it and has not closed it yet (the watcher hears a write at its close,
-    /// and a `truncate(2)` by path never), or closed it just as the daemon's own handle
-    /// closed, when inotify may merge the two identical events into one that reads as the
-    /// daemon's echo (a coherence fuzzer, DESIGN.md 14). The file's content now is compared
-    /// with what the pages were last known to show (`Item.pagesShow`); when they differ the
-    /// kernel is told, as of an outside change, and the open keeps no pages. Not while the
-    /// daemon itself changes the file (`Item.ownChangesUnderWay`: its writes move the
-    /// content without a record per write), nor without a complete watcher (no pages are
-    /// kept then). Returns the state read, for the handle's record.
-    private func pagesPredateContent(_ item: Item) -> (stat?, Bool) {
-        guard ownChanges.enabled.load(ordering: .relaxed), let st = try? Syscall.fstat(item.fd) else { return (nil, false) }
-        if item.ownChangesUnderWay.load(ordering: .acquiring) > 0 {
-            guard ownChanges.checksOwnState else { return (st, false) }
-            // Beside the daemon's own writer: the file must be in the state its last change
-            // left, or someone else changed it meanwhile (its pages are in doubt). Pages in
-            // doubt are dropped; from then on they show what the writer's changes leave.
-            if ownChanges.continuesOwnState(item.inode, st) {
-                let (cleared, _) = item.pagesShow.compareExchange(expected: ContentStamp.doubtful, desired: ContentStamp.unknown,
-                                                                  ordering: .relaxed)
-                guard cleared else { return (st, false) }
-            } else {
-                item.pagesShow.store(ContentStamp.doubtful, ordering: .relaxed)
-            }
-            kernelToldOfChange(item)
-            return (st, true)
-        }
-        let now = ContentStamp.of(st)
-        let shown = item.pagesShow.load(ordering: .relaxed)
-        guard shown != now else { return (st, false) }
-        // A change of the daemon's that began after the look above moved the content by
-        // its own hand; another open that swapped first tells the kernel itself (and this
-        // one waits for that news with it, `FUSEBridge.open`).
-        guard item.ownChangesUnderWay.load(ordering: .acquiring) == 0,
-              item.pagesShow.compareExchange(expected: shown, desired: now, ordering: .relaxed).exchanged,
-              shown != ContentStamp.unknown else { return (st, false) }
-        kernelToldOfChange(item)
-        return (st, true)
-    }
-
-    /// Tells the kernel, as of an outside change, that its pages and attributes of `item`
-    /// are old.
-    private func kernelToldOfChange(_ item: Item) {
-        outsideItemChanges.note(item.inode)
-        forgetCachedAttributes(item)
-        // Under writeback the kernel keeps the size it has for as long as it holds the
-        // inode: every handle is uncached until a look-up makes a new one (decision 22).
-        if kernelCachesWrites { markChangedOutside(item) }
-        notify { $0.itemChanged(item.inode) }
-        if kernelCachesWrites { letGoOfOldInode(item.inode, knownAs: item.placement) }
     }
 
     /// Whether the name the kernel resolved to `item` now leads elsewhere in the store, or
@@ -300,9 +183,8 @@ extension Volume {
 
     /// Under writeback: `item`'s content or times changed outside the mount, which the
     /// kernel's inode of it will not show (`kernelMayHoldOldState`). Marked before the
-    /// epoch moves, so whoever sees the new epoch sees the mark. The watcher marks, and so
-    /// does an open that found the content moved (`pagesPredateContent`): the epoch only
-    /// ever grows, and two marks at once may share one.
+    /// epoch moves, so whoever sees the new epoch sees the mark. The watcher marks: the
+    /// epoch only ever grows, and two marks at once may share one.
     func markChangedOutside(_ item: Item) {
         let epoch = items.outsideEntryEpoch.load(ordering: .relaxed) &+ 1
         item.changedOutsideEpoch.store(epoch, ordering: .relaxed)
@@ -344,18 +226,15 @@ extension Volume {
     public func create(_ parent: Item, _ name: UnsafePointer<CChar>, mode: mode_t, flags: CInt, caller: Caller) throws(Errno) -> (Item, stat, OpenFile) {
         if strlen(name) > 255 { throw .fileNameTooLong }
         try zone(of: parent).checkCreate(name)
-        let (mark, birthMark) = ownChanges.creationMarks()
         let fd: CInt
         do {
             // Always exclusive: the kernel asks to create only a name it believes missing, so
             // an existing item here means its cache was stale (a change in the store it has
             // not been told of yet). Opening that item as the daemon would skip the caller's
             // permission check and could open a FIFO (DESIGN.md, decision 21).
-            fd = try ownChanges.expectingEntry(parent.inode, name) { () throws(Errno) in
-                try sheddingOnShortage { () throws(Errno) in
-                    try Credentials.asCaller(caller) { () throws(Errno) in
-                        try Syscall.openat(parent.fd, name, backingFlags(flags & ~(O_DIRECT | O_NOCTTY)) | O_CREAT | O_EXCL | O_NOFOLLOW, mode)
-                    }
+            fd = try sheddingOnShortage { () throws(Errno) in
+                try Credentials.asCaller(caller) { () throws(Errno) in
+                    try Syscall.openat(parent.fd, name, backingFlags(flags & ~(O_DIRECT | O_NOCTTY)) | O_CREAT | O_EXCL | O_NOFOLLOW, mode)
                 }
             }
         } catch .fileExists where flags & O_EXCL == 0 {
@@ -364,12 +243,8 @@ extension Volume {
         }
         do {
             let (item, st) = try lookup(parent, name)
-            // The inode made, not the one the name leads to now (replaced in the store
-            // meanwhile, it may be an older item with names of its own).
-            if birthMark != nil, let made = try? Syscall.fstat(fd) { ownChanges.made(UInt64(made.st_ino), after: birthMark) }
-            // Recorded in the state it was made in, marked as of before the creation: see `open`.
             let file = OpenFile(fd: fd, item: item, direct: flags & O_DIRECT != 0, writable: true,
-                                accessMode: flags & O_ACCMODE, ownChanges: ownChanges, state: st, mark: mark)
+                                accessMode: flags & O_ACCMODE)
             return (item, st, file)
         } catch {
             if Volume.isDescriptorShortage(error) {
@@ -398,7 +273,6 @@ extension Volume {
             throw .fileExists
         }
         let accessFlags = (flags & ~(O_CREAT | O_EXCL | O_DIRECT | O_NOCTTY)) | O_NONBLOCK
-        let mark = flags & O_TRUNC != 0 ? ownChanges.queuePosition() : .max
         item.writableOpensStarting.add(1, ordering: .sequentiallyConsistent)  // see `keepSnapshotsFrozen`
         defer { item.writableOpensStarting.subtract(1, ordering: .releasing) }
         do {
@@ -413,17 +287,14 @@ extension Volume {
             // needs (readable under writeback: it reads pages it partly overwrites).
             if backingFlags(accessFlags) != accessFlags {
                 let checked = fd
-                defer {
-                    ownChanges.closingUnwritten(item.inode, descriptor: checked, after: mark)  // its echo is own
-                    Syscall.close(checked)
-                }
+                defer { Syscall.close(checked) }
                 fd = try Syscall.reopen(item.fd, backingFlags(accessFlags & ~O_TRUNC))
             }
             // The answer tells the kernel the file as the open left it: a new inode takes its
             // size from it (under writeback for good), and the look-up's was from before O_TRUNC.
             let opened = flags & O_TRUNC != 0 ? (try? Syscall.fstat(fd)) ?? st : st
             return (item, opened, OpenFile(fd: fd, item: item, direct: flags & O_DIRECT != 0, writable: (flags & O_ACCMODE) != O_RDONLY,
-                                       accessMode: flags & O_ACCMODE, ownChanges: ownChanges, mark: mark))
+                                       accessMode: flags & O_ACCMODE))
         } catch {
             items.forget(item.inode, count: 1)
             throw error

@@ -7,10 +7,8 @@ import SystemPackage
 // still leads to it (`wasReplacedInStore`). The kernel may hold entries of a file's other
 // names too: a link made through the mount, a look-up of a link made in the store. An
 // OPEN carries only the inode, so one through such a name that the store has since moved
-// away, or renamed another file over, reached the file and was served the old content
-// until the watcher's invalidation of the name reached the kernel (a coherence fuzzer,
-// s26c-def-132; `open-after-outside-edit`'s `linked` rounds: 300 of 300 wrong before).
-// The other names are therefore recorded on the item and checked by an open as its name
+// away, or renamed another file over, would reach the file and be served the old content
+// until the watcher's invalidation of the name reached the kernel. The other names are therefore recorded on the item and checked by an open as its name
 // is (DESIGN.md 27, "Other names"). Only files whose link count is above one pay: a look-up
 // of one of their names takes the item's lock and compares names.
 

@@ -21,9 +21,7 @@ extension Volume {
         guard type == S_IFREG || type == S_IFIFO || type == S_IFSOCK || type == S_IFCHR || type == S_IFBLK || type == 0 else {
             throw .notPermitted
         }
-        try ownChanges.expectingEntry(parent.inode, name) { () throws(Errno) in
-            try Credentials.asCaller(caller) { () throws(Errno) in try Syscall.mknodat(parent.fd, name, mode, device) }
-        }
+        try Credentials.asCaller(caller) { () throws(Errno) in try Syscall.mknodat(parent.fd, name, mode, device) }
         return try created(parent, name, made: .kind(type == 0 ? S_IFREG : type))
     }
 
@@ -41,15 +39,11 @@ extension Volume {
             guard BundleIdentifier.isValid(bytes), let id = BundleIdentifier(String(decoding: bytes, as: UTF8.self)) else {
                 throw .invalidArgument
             }
-            try ownChanges.expectingEntry(parent.inode, name) { () throws(Errno) in
-                do { try registry.create(id, caller: caller) } catch let error as FileManagerError { throw error.errno } catch { throw .ioError }
-            }
+            do { try registry.create(id, caller: caller) } catch { throw error.errno }
             return try created(parent, name, made: nil)
         case let zone:
             try zone.checkCreate(name)
-            try ownChanges.expectingEntry(parent.inode, name) { () throws(Errno) in
-                try Credentials.asCaller(caller) { () throws(Errno) in try Syscall.mkdirat(parent.fd, name, mode) }
-            }
+            try Credentials.asCaller(caller) { () throws(Errno) in try Syscall.mkdirat(parent.fd, name, mode) }
             return try created(parent, name, made: .kind(S_IFDIR))
         }
     }
@@ -57,9 +51,7 @@ extension Volume {
     /// `symlink`: the target is stored as given, never validated or followed.
     public func symlink(_ target: UnsafePointer<CChar>, _ parent: Item, _ name: UnsafePointer<CChar>, caller: Caller) throws(Errno) -> (Item, stat) {
         try zone(of: parent).checkCreate(name)
-        try ownChanges.expectingEntry(parent.inode, name) { () throws(Errno) in
-            try Credentials.asCaller(caller) { () throws(Errno) in try Syscall.symlinkat(target, parent.fd, name) }
-        }
+        try Credentials.asCaller(caller) { () throws(Errno) in try Syscall.symlinkat(target, parent.fd, name) }
         return try created(parent, name, made: .kind(S_IFLNK))
     }
 
@@ -68,11 +60,7 @@ extension Volume {
     public func link(_ item: Item, _ newParent: Item, _ newName: UnsafePointer<CChar>) throws(Errno) -> (Item, stat) {
         if item.isDirectory { throw .notPermitted }
         try Zone.checkLink(item: zone(of: item), into: zone(of: newParent), name: newName)
-        // The new name echoes (IN_CREATE); the link count's IN_ATTRIB reaches only watches of
-        // the file itself, never its directory's, so no item echo is expected.
-        try ownChanges.expectingEntry(newParent.inode, newName) { () throws(Errno) in
-            try Syscall.link(pathDescriptor: item.fd, newParent.fd, newName)
-        }
+        try Syscall.link(pathDescriptor: item.fd, newParent.fd, newName)
         return try created(newParent, newName, made: .inode(item.inode))
     }
 
@@ -91,31 +79,21 @@ extension Volume {
     /// `unlink` of one non-directory entry.
     public func unlink(_ parent: Item, _ name: UnsafePointer<CChar>) throws(Errno) {
         try checkRemoval(parent, name, directory: false)
-        // An edit in the store whose close the watcher has not read names the file by this
-        // name, gone once it is read, and a writer in the store that opened the file by it
-        // closes unheard; that matters only if the file lives on under another name the
-        // kernel holds (`LinkCounts`; `nameAtEvent`, `FileWatches`), so only then is it
-        // looked at.
+        // A file that lives on under another name the kernel holds is known by that one
+        // afterwards (`nameRemovedThroughMount`); the name is looked at only while the
+        // kernel holds files with several names.
         var linked: Item?
-        var mark: UInt64?
-        if items.linkCounts.count > 0 {
-            mark = ownChanges.departureMark()
-            if let st = try? Syscall.fstatat(parent.fd, name), st.st_nlink > 1 {
-                watchLosingName(st)
-                ownChanges.departed(parent.inode, name, inode: UInt64(st.st_ino), after: mark)
-                linked = items.item(UInt64(st.st_ino))
-            }
+        if items.holdsLinkedFiles, let st = try? Syscall.fstatat(parent.fd, name), st.st_nlink > 1 {
+            linked = items.item(UInt64(st.st_ino))
         }
-        // Its echo comes after `mark`: an outside change of the name queued before it is no
-        // echo, and may have moved a link count (`EntryExpectation.after`).
-        try ownChanges.expectingEntry(parent.inode, name, removing: true, after: mark) { () throws(Errno) in try Syscall.unlinkat(parent.fd, name, 0) }
+        try Syscall.unlinkat(parent.fd, name, 0)
         if let linked { nameRemovedThroughMount(linked, parent, name) }
     }
 
     /// `rmdir` of one empty directory.
     public func rmdir(_ parent: Item, _ name: UnsafePointer<CChar>) throws(Errno) {
         try checkRemoval(parent, name, directory: true)
-        try ownChanges.expectingEntry(parent.inode, name, removing: true) { () throws(Errno) in try Syscall.unlinkat(parent.fd, name, AT_REMOVEDIR) }
+        try Syscall.unlinkat(parent.fd, name, AT_REMOVEDIR)
     }
 
     private func checkRemoval(_ parent: Item, _ name: UnsafePointer<CChar>, directory: Bool) throws(Errno) {
@@ -166,42 +144,20 @@ extension Volume {
         if parent.inode == newParent.inode && strcmp(name, newName) == 0 {
             return try renameOntoItself(parent, name, flags: flags)
         }
-        // Events the watcher has not read yet name the items as they were (`nameAtEvent`).
-        // Both names are recorded before the rename, for a watcher reading them at the very
-        // moment (an event queued before the mark was about those items either way); a
-        // destination not looked at after it, since until the rename it still leads where
-        // it led, and what that is only the store knows.
-        let mark = ownChanges.departureMark()
-        ownChanges.departed(parent.inode, name, inode: UInt64(st.st_ino), after: mark)
         // What the destination led to, if it may be a file the kernel holds under another
-        // name too (`LinkCounts`), which the rename leaves in place: for its events still
-        // unread, and for its writers in the store that opened it by this name
-        // (`FileWatches`). One `fstatat`, only while such files are held.
+        // name too, which the rename leaves in place (see the end). One `fstatat`, only
+        // while the kernel holds files with several names.
         var displaced = replaced
-        if displaced == nil && items.linkCounts.count > 0 {
+        if displaced == nil && items.holdsLinkedFiles {
             displaced = try? Syscall.fstatat(newParent.fd, newName)
         }
-        if !exchange, let displaced, displaced.st_nlink > 1, displaced.st_ino != st.st_ino { watchLosingName(displaced) }
-        // Recorded after the rename, a watcher reading the name's event in between found
-        // the renamed file there (a coherence fuzzer: a hard link's edit lost, 1 in 6).
-        if let displaced { ownChanges.departed(newParent.inode, newName, inode: UInt64(displaced.st_ino), after: mark) }
-        // Between two names of one file (hard links), a rename does nothing and queues nothing.
-        let noEchoPossible = st.st_nlink > 1
-        // Its echoes come after `mark`: an outside change of either name queued before it is
-        // no echo (`EntryExpectation.after`).
-        try ownChanges.expectingEntry(parent.inode, name, removing: true, echoUncertain: noEchoPossible, after: mark) { () throws(Errno) in
-            try ownChanges.expectingEntry(newParent.inode, newName, removing: true, echoUncertain: noEchoPossible, after: mark) { () throws(Errno) in
-                try Syscall.renameat2(parent.fd, name, newParent.fd, newName, flags)
-            }
-        }
-        if displaced == nil { ownChanges.departed(newParent.inode, newName, inode: nil, after: mark) }
+        try Syscall.renameat2(parent.fd, name, newParent.fd, newName, flags)
 
         if let moved = items.item(UInt64(st.st_ino)) {
             // Known by another name: the kernel's entry of this one may lead to another
             // item (the store renamed this one over it, and the watcher's news had not
-            // reached the kernel), which the kernel now moves to the new name (a coherence
-            // fuzzer: the old content stayed there for good). Hard links known by another
-            // name cost a look-up of the new name, which is all.
+            // reached the kernel), which the kernel now moves to the new name, where it
+            // would stay. Hard links known by another name cost a look-up of the new name.
             let (knownParent, knownName) = moved.state.withLock { ($0.parent, $0.name) }
             let knownByThisName = knownParent === parent && knownName?.withPlatformString { strcmp($0, name) == 0 } == true
             // One of the other names of a file with several moved: it stays known by its own.
@@ -222,8 +178,7 @@ extension Volume {
             // The kernel holds no item for what the name led to: its entry of the name was
             // stale (replaced in the store, as an editor saves, before the watcher's news
             // reached it), and it moves that entry, with the old item, to the new name,
-            // which must be looked up again (a coherence fuzzer: the old content stayed
-            // there for good).
+            // which must be looked up again.
             announceEntryChange(parent: newParent.inode, name: component)
         }
         if exchange, let replaced, let other = items.item(UInt64(replaced.st_ino)) { relocate(other, to: parent, name: name) }
@@ -242,19 +197,10 @@ extension Volume {
         return BundleIdentifier.isValid(Array(UnsafeRawBufferPointer(start: newName, count: strlen(newName))))
     }
 
-    /// A name of `st`'s file is about to go through the mount: if the kernel holds the file
-    /// under another name, the file is watched itself, since a writer in the store that
-    /// opened it by this name closes unheard by any directory (`FileWatches`, which watches
-    /// regular files only).
-    private func watchLosingName(_ st: stat) {
-        guard let item = items.item(UInt64(st.st_ino)) else { return }
-        items.watchFile(item)
-    }
-
     /// A name renamed onto itself. The kernel asks only when its two look-ups of the name
     /// met different items: the store replaced the file between them. The store changes
-    /// nothing and queues no event (so no echo is expected); the kernel, which moves its
-    /// entry of the old item over the new one, is told to look the name up again.
+    /// nothing; the kernel, which moves its entry of the old item over the new one, is told
+    /// to look the name up again.
     private func renameOntoItself(_ parent: Item, _ name: UnsafePointer<CChar>, flags: UInt32) throws(Errno) {
         try Syscall.renameat2(parent.fd, name, parent.fd, name, flags)  // RENAME_NOREPLACE: EEXIST
         if let component = FilePath.Component(platformString: name) { announceEntryChange(parent: parent.inode, name: component) }

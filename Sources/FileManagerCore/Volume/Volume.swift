@@ -24,8 +24,6 @@ public final class Volume: Sendable {
     public static let rootInode: UInt64 = 1
 
     private let changeObservers = Mutex<[any VolumeObserver]>([])
-    /// The daemon's own pending changes, so their inotify echoes are not reported again.
-    public let ownChanges: OwnChanges
     /// Items the watcher lately found changed outside the mount (a look-up racing one).
     let outsideItemChanges = OutsideItemChanges()
     /// Bumped when every directory listing the kernel cached may be wrong (`ListingCache`).
@@ -44,14 +42,10 @@ public final class Volume: Sendable {
     public init(store: Store, kernelCachesWrites: Bool = false, logger: Logger = Logger(label: "containerfs.volume")) {
         self.store = store
         self.kernelCachesWrites = kernelCachesWrites
-        ownChanges = OwnChanges(checksOwnState: !kernelCachesWrites)
         self.registry = ContainerRegistry(store: store)
         self.logger = logger
         root = Item(inode: Volume.rootInode, fd: -1, type: S_IFDIR, zone: .root, parent: nil, name: nil, epoch: 0)
         items.insertPermanent(root)
-        // An outside removal of a name the daemon was failing to remove (`rmdir` racing
-        // `rmdir`) was taken for the echo and the kernel kept the name: it is told now.
-        ownChanges.mistakenEcho.withLock { $0 = OwnChanges.MistakenEcho { [weak self] parent, name in self?.announceEntryChange(parent: parent, name: name) } }
         store.snapshotData.load()
         // A publish links no file the mount is writing (`keepSnapshotsFrozen`).
         store.snapshotData.writers.withLock { [items] in $0 = items }
@@ -163,9 +157,7 @@ public final class Volume: Sendable {
         }
         if !used { Syscall.close(fd) }
         let now = try current(st, of: item, since: changes)
-        // A new inode in the kernel, which takes its size and times from this answer.
-        if used && item.isRegularFile { item.pagesShow.store(ContentStamp.of(now), ordering: .relaxed) }
-        items.linkCounts.note(item.inode, now)
+        items.noteLinks(item, now)
         if kernelCachesWrites && !used { notingNameGivenWhileStale(item, parent, name) }
         return (item, presentedFile(now, of: item))
     }
@@ -174,7 +166,7 @@ public final class Volume: Sendable {
     /// keeps that inode: the kernel gives the name the held inode, with its old size. Its
     /// entry must go with the last handle, as the entry of the file's known name does
     /// (`handleReleased`); the name may be another than that one (renamed or linked in the
-    /// store: a coherence fuzzer, every replay).
+    /// store).
     private func notingNameGivenWhileStale(_ item: Item, _ parent: Item, _ name: UnsafePointer<CChar>) {
         guard item.isRegularFile, item.openHandles.load(ordering: .relaxed) > 0, kernelMayHoldOldState(item),
               let component = FilePath.Component(platformString: name) else { return }
@@ -271,9 +263,8 @@ public final class Volume: Sendable {
     /// until the watcher's invalidation of it reaches the kernel, is invalidated once more,
     /// counted on the item. An OPEN while that count is not zero may have come through the
     /// old name, and is answered ESTALE (`mayBeReachedThroughOldName`): the kernel looks
-    /// the path up again, and finds the old name gone, or opens the file under the new one.
-    /// Without it, an open through the old name right after a look-up of the new one was
-    /// served (a fuzzer's finding; 1–2 rounds in 300 in `open-after-outside-edit`).
+    /// the path up again, and finds the old name gone, or opens the file under the new one,
+    /// rather than serve an open through the old name right after a look-up of the new one.
     private func followMoveInStore(_ item: Item, to parent: Item, name: UnsafePointer<CChar>) {
         let (oldParent, oldName) = item.state.withLock { ($0.parent, $0.name) }
         guard let oldParent, let oldName, !oldParent.isVirtual else { return }
@@ -288,12 +279,11 @@ public final class Volume: Sendable {
     /// store moved the name away, already counted on `item.oldNamesInKernel` by the caller;
     /// it still counts for `Volume.oldNameGrace` once the kernel dropped the entry: an OPEN
     /// the kernel sent through the entry before it dropped it may still be on its way to a
-    /// reader thread (`open-after-outside-edit`'s `moved` rounds, under a load of three
-    /// busy loops on two CPUs: 2 of 3,000 opened the old name without the grace).
+    /// reader thread.
     func dropEntryLeftBehind(_ item: Item, parent: UInt64, name: FilePath.Component) {
         var queued = false
         let fall: @Sendable () -> Void = {
-            item.oldNameGraceUntil.max(OwnChanges.now() + Volume.oldNameGrace, ordering: .relaxed)
+            item.oldNameGraceUntil.max(MonotonicClock.now() + Volume.oldNameGrace, ordering: .relaxed)
             item.oldNamesInKernel.subtract(1, ordering: .releasing)
         }
         notify { o in if o.entryLeftBehind(parent: parent, name: name, then: fall) { queued = true } }
@@ -309,7 +299,7 @@ public final class Volume: Sendable {
     public func mayBeReachedThroughOldName(_ item: Item) -> Bool {
         if item.oldNamesInKernel.load(ordering: .acquiring) > 0 { return true }
         let grace = item.oldNameGraceUntil.load(ordering: .relaxed)
-        return grace != 0 && OwnChanges.now() < grace
+        return grace != 0 && MonotonicClock.now() < grace
     }
 
     /// Records that `item` now lives in `parent` as `name`; a directory that changed zones
@@ -378,7 +368,7 @@ public final class Volume: Sendable {
     public func attributes(_ item: Item) throws(Errno) -> stat {
         if item.isVirtual { return rootAttributes() }
         let st = presented(try Syscall.fstat(item.fd), of: item)
-        items.linkCounts.note(item.inode, st)
+        items.noteLinks(item, st)
         return st
     }
 
@@ -452,7 +442,7 @@ public protocol VolumeObserver: Sendable {
     func entryMayHaveAppeared(parent: UInt64, name: FilePath.Component)
     /// An item's data or attributes changed.
     func itemChanged(_ inode: UInt64)
-    /// Changes may have been missed (inotify queue overflow): forget what you cached.
+    /// Changes may have been missed (the watcher's queue overflowed): forget what you cached.
     func resync()
     /// The same for changes found in the store by its watcher. Called only on the watcher's
     /// own thread, never from a request handler and under no lock: an observer may act at

@@ -32,7 +32,7 @@ final class OutsideItemChanges: Sendable {
         }
     }
 
-    /// Every item may have changed (a rescan after lost events): every look-up under way
+    /// Every item may have changed (events lost): every look-up under way
     /// reads its state again.
     func noteEverything() {
         ring.withLock { _ in

@@ -24,9 +24,10 @@ struct MountCommand: ParsableCommand {
             writes), passthrough (the kernel passes open files' reads and writes straight to the store; kernel \
             6.9 or later, root daemon; not with writeback), uring (requests come through the kernel's \
             io_uring queues, one per CPU, served on the CPU that made them; Linux 6.14 or later with \
-            /sys/module/fuse/parameters/enable_uring set to Y), watcher=inotify|fanotify (how the daemon hears changes \
-            made in the store behind the mount; fanotify, a prototype, attributes each change to its process and needs \
-            a root daemon, else inotify is used; default inotify). Generic fstab options (defaults, nofail, noauto, user, \
+            /sys/module/fuse/parameters/enable_uring set to Y), watcher=fanotify|none (how the daemon hears changes \
+            made in the store behind the mount; fanotify, the default, attributes each change to its process and needs \
+            a root daemon; where it cannot run, and with none, the mount has no watcher and uses short cache \
+            timeouts). Generic fstab options (defaults, nofail, noauto, user, \
             _netdev, x-*) and relatime, strictatime, lazytime, diratime and their no- forms are accepted and ignored; mount flags (nosuid, nodev, noexec, noatime, sync, dirsync, ...) \
             and debug go to the kernel and libfuse. Any other option is refused.
             """
@@ -156,8 +157,8 @@ struct MountCommand: ParsableCommand {
                                                  namespaceDeadline: options.namespaceTimeout,
                                                  presenterDeadline: options.presenterTimeout)
             let clients = MountClients()
-            let watcher = try Self.makeWatcher(options.watcher, volume: volume,
-                                               listener: UncoordinatedChangeRouter(coordination: coordination, clients: clients))
+            let watcher = Self.makeWatcher(options.watcher, volume: volume,
+                                           listener: UncoordinatedChangeRouter(coordination: coordination, clients: clients))
             let bridge = FUSEBridge(volume: volume, timeouts: options.timeouts, watcher: watcher,
                                     coordination: options.coordination ? coordination : nil,
                                     passthrough: options.passthrough)
@@ -172,7 +173,7 @@ struct MountCommand: ParsableCommand {
             limits.idleTimeout = options.controlTimeout
             limits.lineTimeout = min(limits.lineTimeout, options.controlTimeout)
             var requests = DaemonRequests(volume: volume, mountPoint: mountPoint, coordination: coordination, clients: clients,
-                                          ring: ring, about: DaemonAbout(options: givenOptions, bridge: bridge, watcher: watcher.kind))
+                                          ring: ring, about: DaemonAbout(options: givenOptions, bridge: bridge, watcher: watcher?.kind ?? "none"))
             // Expiry acts for the daemon itself: presenters of every user hear of it.
             let expiry = SnapshotExpiry { [requests] in
                 Snapshots(store: volume.store, hooks: requests.changeHooks(Caller(uid: geteuid(), gid: getegid())))
@@ -193,7 +194,7 @@ struct MountCommand: ParsableCommand {
             }
             let notifier = session.makeNotifier()
             if let notifier { volume.addObserver(notifier) }
-            watcher.start()
+            watcher?.start()
             control.start()
             expiry.start()
             // Live once the kernel has INIT's answer (requests wait for it), not before: libfuse
@@ -221,7 +222,7 @@ struct MountCommand: ParsableCommand {
             // and only then may the session go.
             expiry.stop()
             control.stop()
-            watcher.stop()
+            watcher?.stop()
             notifier?.stop()
             withExtendedLifetime((session, lock, unmountWatcher)) {}
         } catch {
@@ -235,20 +236,25 @@ struct MountCommand: ParsableCommand {
 
 extension MountCommand {
     /// The store watcher `-o watcher=` asks for: fanotify when it can start (root, a kernel
-    /// with FID reporting, a file system with file handles), else inotify, saying why once.
+    /// with FID reporting, a file system with file handles), else none, saying why once;
+    /// without one the bridge uses short cache timeouts.
     static func makeWatcher(_ kind: MountOptions.WatcherKind, volume: Volume,
-                            listener: any StoreChangeListener) throws -> any StoreWatching {
+                            listener: any StoreChangeListener) -> (any StoreWatching)? {
         let logger = Logger(label: "containerfs.watch")
-        if kind == .fanotify {
+        switch kind {
+        case .none:
+            logger.info("store watcher: none (-o watcher=none); short cache timeouts")
+            return nil
+        case .fanotify:
             do throws(Errno) {
                 let watcher = try FanotifyWatcher(volume: volume, listener: listener, logger: logger)
                 logger.info("store watcher: fanotify (marking \(watcher.marking.rawValue), changes attributed by pid)")
                 return watcher
             } catch {
-                logger.warning("store watcher: fanotify cannot watch the store (\(error)); using inotify")
+                logger.warning("store watcher: fanotify cannot watch the store (\(error)); no watcher, the mount uses short cache timeouts")
+                return nil
             }
         }
-        return try StoreWatcher(volume: volume, listener: listener, logger: logger)
     }
 }
 

@@ -10,8 +10,9 @@ struct DaemonAbout: Sendable {
     /// The `-o` options as given (`-d` shown as `debug`).
     let options: [String]
     let bridge: FUSEBridge
-    /// The store watcher in use (`-o watcher=`, after any fallback).
-    var watcher = "inotify"
+    /// The store watcher in use (`fanotify`), or `none` (`-o watcher=none`, or fanotify
+    /// could not start).
+    var watcher = "none"
 
     func status(volume: Volume, clients: MountClients) -> [String: String] {
         var result = [

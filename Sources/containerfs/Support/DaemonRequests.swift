@@ -276,16 +276,15 @@ struct DaemonRequests: Sendable {
     }
 
     /// How a core operation's own changes of the store are published (DESIGN.md 39): each a
-    /// coordinated write by the caller's process, expected as the daemon's own by the store
-    /// watcher, dropped from the kernel's caches, announced to presenters; open items are
-    /// those the kernel holds open handles on.
+    /// coordinated write by the caller's process, dropped from the kernel's caches,
+    /// announced to presenters; open items are those the kernel holds open handles on.
     func changeHooks(_ caller: Caller) -> StoreChangeHooks {
         let volume = volume, coordination = coordination
         return StoreChangeHooks(
             entry: { change, body in
                 try coordination.coordinatingWrite(change.path, options: change.deleting ? .forDeleting : [], caller: caller) {
                     defer { volume.announceEntryChange(parent: change.parent, name: change.name) }
-                    try change.name.withPlatformString { p in try volume.expectingOwnEntry(parent: change.parent, p) { try body() } }
+                    try body()
                 }
             },
             announce: { path, appeared in
@@ -321,15 +320,12 @@ struct DaemonRequests: Sendable {
     static func bytes(_ path: FilePath) -> [UInt8] { Array(path.string.utf8) }
     static func text(_ bytes: [UInt8]) -> String { String(decoding: TrashInfo.percentEncoded(bytes), as: UTF8.self) }
 
-    /// Runs a change of `containers/ID` made by the daemon itself, so that its echo from the
-    /// store watcher is not reported again as an outside change, and tells the kernel of it,
-    /// also when it failed half-way (what the kernel cached of the name or the listing of
-    /// `containers/` may be wrong either way).
+    /// Runs a change of `containers/ID` made by the daemon itself and tells the kernel of
+    /// it, also when it failed half-way (what the kernel cached of the name or the listing
+    /// of `containers/` may be wrong either way).
     private func changingContainerEntry(_ id: BundleIdentifier, _ body: () throws -> Void) throws {
         defer { volume.announceEntryChange(parent: volume.containersInode, name: FilePath.Component(id.rawValue)!) }
-        try id.rawValue.withCString { name in
-            try volume.expectingOwnEntry(parent: volume.containersInode, name) { try body() }
-        }
+        try body()
     }
 }
 

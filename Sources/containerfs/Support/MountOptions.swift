@@ -43,10 +43,11 @@ struct MountOptions {
     /// coordination costs on the hot path (PERFORMANCE.md); explicit claims then do not
     /// hold back I/O through the mount.
     var coordination = true
-    /// `-o watcher=inotify|fanotify`: the store watcher (DESIGN.md 59). fanotify needs a
-    /// root daemon; when it cannot start, the mount falls back to inotify with a log line.
+    /// `-o watcher=fanotify|none`: how the daemon hears changes made in the store behind
+    /// the mount (DESIGN.md 59). fanotify needs kernel 5.17; when it cannot start, or with
+    /// `none`, the mount has no watcher and uses short cache timeouts.
     var watcher = WatcherKind.fanotify
-    enum WatcherKind: String { case inotify, fanotify }
+    enum WatcherKind: String { case fanotify, none }
 
     /// What reaches libfuse and the kernel unchanged: the per-mount flags mount(8) and
     /// mount.fuse3 may pass, `ro`, `auto_unmount`, `debug`. Anything else is refused here:
@@ -83,8 +84,11 @@ struct MountOptions {
                 case "passthrough": passthrough = true
                 case "nopassthrough", "no_passthrough": passthrough = false
                 case "watcher":
+                    if value == "inotify" {
+                        throw ValidationError("-o \(option): the inotify watcher is gone; the watcher is fanotify (the default) or none")
+                    }
                     guard let value, let kind = WatcherKind(rawValue: value) else {
-                        throw ValidationError("-o \(option): the watcher is inotify or fanotify")
+                        throw ValidationError("-o \(option): the watcher is fanotify or none")
                     }
                     watcher = kind
                 case "uring": uring = true

@@ -5,10 +5,12 @@ import Synchronization
 import SystemPackage
 import Testing
 
-/// An OPEN catching up with the store (DESIGN.md 27), with a real inotify queue and a
-/// watcher whose thread is not started, so that only the catching up reads the queue.
-@Suite("Store watcher: an open catches up first")
-struct StoreWatcherCatchUpTests {
+/// What the volume does with news of the store (DESIGN.md 27): names replaced or moved
+/// there, a look-up overtaken by the watcher, a file's other names, renames of stale
+/// entries. No watcher runs: each test tells the volume what a watcher would have
+/// (`Fixture.heard`), so only the volume's side is tested.
+@Suite("The volume and news of the store")
+struct StoreNewsTests {
     /// An observer that queues what it is told, as the kernel notifier does, until `flush`.
     final class QueueingObserver: VolumeObserver, Sendable {
         struct State {
@@ -60,7 +62,6 @@ struct StoreWatcherCatchUpTests {
     struct Fixture {
         let t: TemporaryStore
         let volume: Volume
-        let watcher: StoreWatcher
         let observer = QueueingObserver()
         let documents: Item
         let file: Item
@@ -78,43 +79,19 @@ struct StoreWatcherCatchUpTests {
             (file, _) = try withName("f") { try volume.lookup(documents, $0) }
             self.volume = volume
             self.documents = documents
-            watcher = try StoreWatcher(volume: volume)
             volume.addObserver(observer)
         }
 
-        /// A writer in the store (`writer`, open on Documents/f) writes; the daemon opens f
-        /// for writing and releases it; the writer closes. What the observer was told of the
-        /// writer's close (the daemon's own close tells nothing).
-        func writerClosesAfterTheDaemon(_ writer: CInt) throws -> [String] {
-            #expect(pwrite(writer, "written outside", 15, 0) == 15)
-            do { _ = try volume.open(file, flags: O_WRONLY) }      // opened and released at once
-            watcher.readQueue()
-            _ = observer.flush()                                    // its own close: nothing to tell
-            close(writer)
-            watcher.readQueue()
-            return observer.flush()
+        /// What the watcher does when it hears that an entry was removed or renamed in the
+        /// store: every item is due for a check of its name at its next open.
+        func heard() {
+            volume.items.outsideEntryEpoch.add(1, ordering: .releasing)
         }
 
         /// Renames `from` to `to` in Documents as the kernel's RENAME does.
         func rename(_ from: String, _ to: String) throws {
             try withName(from) { a in try withName(to) { b in try volume.rename(documents, a, documents, b, flags: 0) } }
         }
-    }
-
-    @Test func anEditNotYetReadIsQueuedAndTheOpenWaitsForIt() throws {
-        let f = try Fixture()
-        #expect(f.watcher.isCaughtUp(with: f.file.inode))    // nothing happened yet
-        overwrite(f.documentsPath + "/f", "new")
-        #expect(!f.watcher.isCaughtUp(with: f.file.inode))   // read it: queued, not yet acted on
-        let opened = Atomic<Bool>(false)
-        f.watcher.whenCaughtUp(with: f.file.inode) { opened.store(true, ordering: .relaxed) }
-        let early = opened.load(ordering: .relaxed)
-        #expect(!early)
-        #expect(f.observer.flush() == ["item \(f.file.inode)"])
-        let late = opened.load(ordering: .relaxed)
-        #expect(late)                                        // answered once the change took effect
-        #expect(f.observer.toldInline.isEmpty)               // a request thread never notifies itself
-        #expect(f.watcher.isCaughtUp(with: f.file.inode))
     }
 
     /// A look-up that read a file's state before an edit in the store, and made its item
@@ -126,53 +103,18 @@ struct StoreWatcherCatchUpTests {
             _ = FileManager.default.createFile(atPath: f.documentsPath + "/g", contents: Data("old".utf8))
             return try f.volume.lookup(f.documents, $0)
         }
-        f.watcher.readQueue()
-        _ = f.observer.flush()                               // g's creation
         f.volume.items.forget(g.inode, count: 1)             // the kernel let g go
         let since = f.volume.outsideItemChanges.sequence.load(ordering: .acquiring)  // a look-up begins...
         let before = try Syscall.fstat(g.fd)                 // ...and reads g's state
         overwrite(f.documentsPath + "/g", "edited in the store")
-        f.watcher.readQueue()                                // the watcher handles the edit first
-        #expect(f.observer.flush() == ["item \(g.inode)"])  // told, for an item nobody holds,
-        #expect(f.volume.item(g.inode) == nil)               // which the kernel notifier drops
+        f.volume.outsideItemChanges.note(g.inode)            // the watcher handles the edit first
+        #expect(f.volume.item(g.inode) == nil)
         let answered = try f.volume.current(before, of: g, since: since)
         #expect(before.st_size == 3)
         #expect(answered.st_size == 19)
         // A look-up that began after the edit was handled keeps what it read.
         let later = f.volume.outsideItemChanges.sequence.load(ordering: .acquiring)
         #expect(try f.volume.current(before, of: g, since: later).st_size == 3)
-    }
-
-    @Test func whenNothingIsPendingTheOpenGoesOnAtOnce() throws {
-        let f = try Fixture()
-        let opened = Atomic<Bool>(false)
-        f.watcher.whenCaughtUp(with: f.file.inode) { opened.store(true, ordering: .relaxed) }
-        let atOnce = opened.load(ordering: .relaxed)
-        #expect(atOnce)
-    }
-
-    @Test func anOpenWaitsOnlyForNewsOfItsOwnItem() throws {
-        let f = try Fixture()
-        _ = FileManager.default.createFile(atPath: f.documentsPath + "/g", contents: Data())
-        let (other, _) = try withName("g") { try f.volume.lookup(f.documents, $0) }
-        f.watcher.readQueue()
-        _ = f.observer.flush()                               // g's creation
-        overwrite(f.documentsPath + "/g", "changed")
-        #expect(f.watcher.isCaughtUp(with: f.file.inode))    // g's news is queued; f has none
-        #expect(!f.watcher.isCaughtUp(with: other.inode))
-        #expect(f.observer.flush() == ["item \(other.inode)"])
-    }
-
-    @Test func aNewDirectoryIsLeftToTheWatcherThread() throws {
-        let f = try Fixture()
-        #expect(mkdir(f.documentsPath + "/d", 0o755) == 0)
-        // Watching it (and walking what it holds) is no work for a request thread: the open
-        // waits for the watcher thread to do it.
-        #expect(!f.watcher.isCaughtUp(with: f.file.inode))
-        #expect(!f.watcher.isCaughtUp(with: f.file.inode))
-        let watched = f.watcher.watchCount
-        #expect(f.observer.toldInline.isEmpty)
-        #expect(watched == f.watcher.watchCount)
     }
 
     @Test func aNameReplacedInTheStoreIsSeenUntilLookedUpAgain() throws {
@@ -184,14 +126,14 @@ struct StoreWatcherCatchUpTests {
         #expect(!f.volume.wasReplacedInStore(f.file))        // no outside change: not even looked at
         _ = FileManager.default.createFile(atPath: f.documentsPath + "/f.new", contents: Data("saved".utf8))
         #expect(rename(f.documentsPath + "/f.new", f.documentsPath + "/f") == 0)
-        f.watcher.readQueue()
+        f.heard()
         #expect(f.volume.wasReplacedInStore(f.file))
         #expect(f.volume.wasReplacedInStore(f.file))         // every open, until the kernel looks again
         #expect(!f.volume.wasReplacedInStore(other))         // still where it was
         let (fresh, _) = try withName("f") { try f.volume.lookup(f.documents, $0) }
         #expect(fresh !== f.file && !f.volume.wasReplacedInStore(fresh))
         #expect(unlink(f.documentsPath + "/g") == 0)
-        f.watcher.readQueue()
+        f.heard()
         #expect(f.volume.wasReplacedInStore(other))          // deleted
         #expect(!f.volume.wasReplacedInStore(fresh))
     }
@@ -202,12 +144,6 @@ struct StoreWatcherCatchUpTests {
     func linked(_ f: Fixture) throws {
         let (item, _) = try withName("h") { try f.volume.link(f.file, f.documents, $0) }
         #expect(item === f.file)
-        settle(f)
-    }
-
-    /// The watcher reads what is queued, and the kernel takes what it was told.
-    func settle(_ f: Fixture) {
-        f.watcher.readQueue()
         _ = f.observer.flush()
     }
 
@@ -215,18 +151,19 @@ struct StoreWatcherCatchUpTests {
     func removeSomethingInStore(_ f: Fixture) {
         _ = FileManager.default.createFile(atPath: f.documentsPath + "/x", contents: Data())
         #expect(unlink(f.documentsPath + "/x") == 0)
+        f.heard()
     }
 
     func replaceInStore(_ f: Fixture, _ name: String) {
         _ = FileManager.default.createFile(atPath: f.documentsPath + "/new", contents: Data("saved".utf8))
         #expect(rename(f.documentsPath + "/new", f.documentsPath + "/" + name) == 0)
+        f.heard()
     }
 
     @Test func anotherNameReplacedInTheStoreIsSeenByAnOpen() throws {
         let f = try Fixture()
         try linked(f)
         replaceInStore(f, "h")                               // f still leads to the file
-        f.watcher.readQueue()
         #expect(f.volume.wasReplacedInStore(f.file))         // the open may have come through h
         #expect(f.volume.mayBeReachedThroughOldName(f.file)) // until the kernel dropped h
         #expect(f.observer.flush().contains("left h"))
@@ -240,7 +177,7 @@ struct StoreWatcherCatchUpTests {
         let f = try Fixture()
         try linked(f)
         #expect(rename(f.documentsPath + "/h", f.documentsPath + "/k") == 0)
-        f.watcher.readQueue()
+        f.heard()
         #expect(f.volume.wasReplacedInStore(f.file))
         _ = f.observer.flush()
         #expect(!f.volume.wasReplacedInStore(f.file))
@@ -251,9 +188,8 @@ struct StoreWatcherCatchUpTests {
         #expect(link(f.documentsPath + "/f", f.documentsPath + "/h") == 0)
         let (item, _) = try withName("h") { try f.volume.lookup(f.documents, $0) }
         #expect(item === f.file)                             // known by f, and now by h
-        settle(f)
+        _ = f.observer.flush()
         replaceInStore(f, "h")
-        f.watcher.readQueue()
         #expect(f.volume.wasReplacedInStore(f.file))
     }
 
@@ -262,11 +198,10 @@ struct StoreWatcherCatchUpTests {
         try linked(f)
         try withName("f") { try f.volume.unlink(f.documents, $0) }
         removeSomethingInStore(f)
-        settle(f)
+        _ = f.observer.flush()
         #expect(!f.volume.wasReplacedInStore(f.file))        // known by h now, which leads to it
         #expect(f.file.placement?.name == "h")
         replaceInStore(f, "h")
-        f.watcher.readQueue()
         #expect(f.volume.wasReplacedInStore(f.file))
     }
 
@@ -274,15 +209,13 @@ struct StoreWatcherCatchUpTests {
         let f = try Fixture()
         try linked(f)
         try f.rename("h", "k")                               // the kernel now holds f and k
-        settle(f)
+        _ = f.observer.flush()
         #expect(f.file.placement?.name == "f")
         replaceInStore(f, "k")
-        f.watcher.readQueue()
         #expect(f.volume.wasReplacedInStore(f.file))
         _ = f.observer.flush()
         #expect(!f.volume.wasReplacedInStore(f.file))
         replaceInStore(f, "f")                               // and f is still checked
-        f.watcher.readQueue()
         #expect(f.volume.wasReplacedInStore(f.file))
     }
 
@@ -292,10 +225,64 @@ struct StoreWatcherCatchUpTests {
         _ = FileManager.default.createFile(atPath: f.documentsPath + "/g", contents: Data())
         let (g, _) = try withName("g") { try f.volume.lookup(f.documents, $0) }
         try f.rename("g", "h")                               // h is g's now; the kernel knows
-        settle(f)
+        _ = f.observer.flush()
         removeSomethingInStore(f)
-        settle(f)
+        _ = f.observer.flush()
         #expect(!f.volume.wasReplacedInStore(f.file))        // no needless ESTALE for h
         #expect(!f.volume.wasReplacedInStore(g))
+    }
+
+    /// A removal or rename through the mount looks at the name it takes away only while the
+    /// kernel holds a file with several names (`ItemTable.holdsLinkedFiles`).
+    @Test func onlyFilesWithSeveralNamesAreCountedWhileHeld() throws {
+        let f = try Fixture()
+        #expect(!f.volume.items.holdsLinkedFiles)
+        try linked(f)
+        #expect(f.volume.items.holdsLinkedFiles)
+        f.volume.items.forget(f.file.inode, count: 2)        // the look-up's and the link's
+        #expect(!f.volume.items.holdsLinkedFiles)
+    }
+
+    // MARK: - Renames of stale entries (Volume.rename)
+
+    /// A name renamed onto itself: the kernel asks only when its two look-ups of the name
+    /// met different items, and moved its stale entry over the fresh one.
+    @Test func aRenameOfANameOntoItselfTellsTheKernelToLookAgain() throws {
+        let f = try Fixture()
+        try f.rename("f", "f")
+        #expect(f.observer.flush() == ["entry f"])
+        #expect(FileManager.default.fileExists(atPath: f.documentsPath + "/f"))
+    }
+
+    /// The kernel renames a name whose entry is stale: the store replaced the file (as an
+    /// editor saves) before the watcher's news reached the kernel. The daemon moves what
+    /// the name leads to now, an item the kernel does not hold, and the kernel moves its
+    /// entry of the old item to the new name: that name must be looked up again.
+    @Test func aRenameOfANameTheStoreReplacedTellsTheKernelOfTheNewName() throws {
+        let f = try Fixture()
+        _ = FileManager.default.createFile(atPath: f.documentsPath + "/new", contents: Data("saved".utf8))
+        #expect(Glibc.rename(f.documentsPath + "/new", f.documentsPath + "/f") == 0)   // the kernel still holds the old f
+        try f.rename("f", "g")
+        #expect(f.observer.flush().contains("entry g"))
+    }
+
+    /// The same when what the store renamed over the name is a file the kernel holds by
+    /// another name: the kernel's entry of the name still leads to the old item.
+    @Test func aRenameOfANameTheStoreReplacedWithAHeldFileTellsTheKernelOfTheNewName() throws {
+        let f = try Fixture()
+        _ = FileManager.default.createFile(atPath: f.documentsPath + "/x", contents: Data("x".utf8))
+        _ = try withName("x") { try f.volume.lookup(f.documents, $0) }   // the kernel holds it as x
+        #expect(Glibc.rename(f.documentsPath + "/x", f.documentsPath + "/f") == 0)   // and still the old f
+        _ = f.observer.flush()
+        try f.rename("f", "g")
+        #expect(f.observer.flush().contains("entry g"))
+    }
+
+    /// A rename of a name the item is known by tells the kernel nothing: its entry is right.
+    @Test func aRenameOfTheKnownNameTellsNothing() throws {
+        let f = try Fixture()
+        _ = f.observer.flush()
+        try f.rename("f", "g")
+        #expect(!f.observer.flush().contains("entry g"))
     }
 }
