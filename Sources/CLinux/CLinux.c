@@ -285,6 +285,14 @@ int clinux_fanotify_mark_filesystem(int fan, int dirfd) {
     return fanotify_mark(fan, FAN_MARK_ADD | FAN_MARK_FILESYSTEM, clinux_fan_mask, dirfd, ".");
 }
 
+int clinux_fanotify_mark_file(int fan, const char *path) {
+    uint64_t mask = FAN_ATTRIB | FAN_MODIFY | FAN_CLOSE_WRITE;
+#ifdef FAN_MARK_EVICTABLE
+    if (fanotify_mark(fan, FAN_MARK_ADD | FAN_MARK_EVICTABLE, mask, AT_FDCWD, path) == 0) return 0;
+#endif
+    return fanotify_mark(fan, FAN_MARK_ADD, mask, AT_FDCWD, path);
+}
+
 int clinux_fanotify_mark_directory(int fan, int dirfd) {
     return fanotify_mark(fan, FAN_MARK_ADD | FAN_MARK_ONLYDIR, clinux_fan_mask | FAN_EVENT_ON_CHILD, dirfd, ".");
 }

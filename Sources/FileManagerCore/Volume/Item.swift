@@ -76,10 +76,6 @@ public final class Item: @unchecked Sendable {
     /// (DESIGN.md 22), so only a new inode shows the change (`Volume.kernelMayHoldOldState`).
     let changedOutsideEpoch = Atomic<UInt64>(0)
     let lookedUpEpoch = Atomic<UInt64>(0)
-    /// Regular files: the content (`ContentStamp`) the watcher last found the file in when
-    /// it told the kernel of an outside change, 0 when nothing is known. No open compares it
-    /// at present: the watcher hears every write as it happens (DESIGN.md 59).
-    let pagesShow = Atomic<UInt64>(ContentStamp.unknown)
     /// Regular files: the daemon's own changes under way (handles with write access,
     /// `setattr`s, extended attribute changes): a snapshot must not link the file's data
     /// meanwhile (`ItemTable.isWriting`).

@@ -29,6 +29,8 @@ public final class ItemTable: Sendable {
     /// `Item.countedAsLinked`): an unlink or rename through the mount looks at the name it
     /// takes away only while there is one (`Volume.unlink`, `Volume.rename`).
     private let linkedItems = Atomic<Int>(0)
+    /// Told of each file the kernel is first told has several names.
+    let linkedFileWatcher = Mutex<(any LinkedFileWatching)?>(nil)
 
     init() {
         shards = (0..<Self.shardCount).map { _ in Shard() }
@@ -115,6 +117,7 @@ public final class ItemTable: Sendable {
         if !item.countedAsLinked.load(ordering: .relaxed),
            item.countedAsLinked.compareExchange(expected: false, desired: true, ordering: .relaxed).exchanged {
             linkedItems.add(1, ordering: .relaxed)
+            linkedFileWatcher.withLock { $0 }?.watchLinkedFile(item)
         }
     }
 
@@ -143,4 +146,12 @@ extension ItemTable: SnapshotWriters {
         return item.writableOpensStarting.load(ordering: .sequentiallyConsistent) > 0
             || item.changesUnderWay.load(ordering: .sequentiallyConsistent) > 0
     }
+}
+
+/// A store watcher that marks directories hears of a file's link count changing only
+/// through a mark of the file itself (a rename over one of its names tells the directory
+/// of the name, not of the file it displaced): it marks the files the kernel holds with
+/// several names.
+protocol LinkedFileWatching: AnyObject, Sendable {
+    func watchLinkedFile(_ item: Item)
 }

@@ -33,7 +33,7 @@ import SystemPackage
 /// returns, so handling the events queued when a request asked (FIONREAD) hears of every
 /// change made before it; not the queue to its end, which other programs' changes may
 /// never let empty.
-public final class FanotifyWatcher: StoreWatching, @unchecked Sendable {
+public final class FanotifyWatcher: StoreWatching, LinkedFileWatching, @unchecked Sendable {
     private let volume: Volume
     private let fan: CInt
     private let logger: Logger
@@ -126,6 +126,7 @@ public final class FanotifyWatcher: StoreWatching, @unchecked Sendable {
             throw Errno(rawValue: errno)
         }
         guard marking == .directories else { return }
+        volume.items.linkedFileWatcher.withLock { $0 = self }
         for (fd, name) in tops {
             guard let st = try? Syscall.fstat(fd) else { continue }
             roots[UInt64(st.st_ino)] = (fd, name)
@@ -160,6 +161,7 @@ public final class FanotifyWatcher: StoreWatching, @unchecked Sendable {
 
     public func stop() {
         running.store(false, ordering: .releasing)
+        volume.items.linkedFileWatcher.withLock { $0 = nil }
         wake()
         if started.load(ordering: .acquiring) { finished.wait() }
         let c = draining.withLock { _ in counts }
@@ -292,6 +294,14 @@ public final class FanotifyWatcher: StoreWatching, @unchecked Sendable {
             inStore = true
             entryChanged(dirInode, name, appeared: event.mask & clinux_FAN_CREATE != 0, inline: inline)
         }
+        // A name made for or taken from a file the kernel holds (a hard link), in any
+        // directory: its link count changed. The link count's own event reaches only a mark
+        // of the file itself or of its file system, not its directory's.
+        if event.mask & (clinux_FAN_CREATE | clinux_FAN_DELETE) != 0, event.mask & clinux_FAN_ONDIR == 0,
+           let object = event.object.flatMap({ inode(of: $0) }), let item = volume.item(object) {
+            inStore = true
+            itemChanged(object, item, knownAs: item.placement, inline: inline)
+        }
         // Presenters hear of every change in the store, held by the kernel or not.
         let wanted = listener?.wantsStoreChanges == true
         if wanted, event.mask & (clinux_FAN_CREATE | clinux_FAN_DELETE) != 0, let path = presenterPath(event.dir, name) {
@@ -334,7 +344,7 @@ public final class FanotifyWatcher: StoreWatching, @unchecked Sendable {
             if item != nil || (dirInode != nil && !isSelf) {
                 inStore = true
                 let known = item?.placement ?? name.flatMap { n in dirInode.map { ($0 == trashInode ? Volume.rootInode : $0, n) } }
-                itemChanged(objectInode, item, handle: object, knownAs: known, inline: inline)
+                itemChanged(objectInode, item, knownAs: known, inline: inline)
             }
         }
         if wanted, !isSelf, event.mask & (clinux_FAN_ATTRIB | clinux_FAN_CLOSE_WRITE) != 0, let path = presenterPath(event.dir, name) {
@@ -365,32 +375,17 @@ public final class FanotifyWatcher: StoreWatching, @unchecked Sendable {
         tellItemChanged(directoryNode, inline: inline)
     }
 
-    /// The item changed outside the mount: the kernel's caches of it go (as
-    /// `StoreWatcher.changedOutside`).
-    private func itemChanged(_ inode: UInt64, _ item: Item?, handle: UnsafeRawPointer,
+    /// The item changed outside the mount: the kernel's caches of it go. Under writeback
+    /// the kernel keeps a file's size and times itself: it is made to let go of the inode.
+    private func itemChanged(_ inode: UInt64, _ item: Item?,
                              knownAs entry: (parent: UInt64, name: FilePath.Component)?, inline: Bool) {
         volume.outsideItemChanges.note(inode)  // before the table is asked again: see there
         volume.forgetCachedAttributes(inode)
         let item = item ?? volume.item(inode)
-        guard let st = state(item, handle) else {
-            tellItemChanged(inode, inline: inline, noted: true)
-            return
-        }
-        let file = st.st_mode & S_IFMT == S_IFREG ? item : nil
-        file?.pagesShow.store(ContentStamp.of(st), ordering: .relaxed)
-        let held = volume.kernelCachesWrites ? file : nil
+        let held = volume.kernelCachesWrites && item?.isRegularFile == true ? item : nil
         if let held { volume.markChangedOutside(held) }
         tellItemChanged(inode, inline: inline, noted: true)
         if held != nil { volume.letGoOfOldInode(inode, knownAs: entry) }
-    }
-
-    /// The item's state: by its descriptor if the daemon holds it, else by its handle.
-    private func state(_ item: Item?, _ handle: UnsafeRawPointer) -> stat? {
-        if let item, item.fd >= 0 { return try? Syscall.fstat(item.fd) }
-        let fd = clinux_open_handle(mountFD, handle)
-        guard fd >= 0 else { return nil }
-        defer { Glibc.close(fd) }
-        return try? Syscall.fstat(fd)
     }
 
     private func tellItemChanged(_ inode: UInt64, inline: Bool, noted: Bool = false) {
@@ -398,7 +393,7 @@ public final class FanotifyWatcher: StoreWatching, @unchecked Sendable {
         if inline { volume.notify { $0.itemChangedOutside(inode) } } else { volume.notify { $0.itemChanged(inode) } }
     }
 
-    /// After an overflow: every item the kernel holds is invalidated (as `StoreWatcher.rescan`).
+    /// After an overflow: every item the kernel holds is invalidated.
     private func everythingChanged() {
         volume.outsideItemChanges.noteEverything()
         volume.items.outsideEntryEpoch.add(1, ordering: .releasing)
@@ -520,12 +515,21 @@ public final class FanotifyWatcher: StoreWatching, @unchecked Sendable {
         while let entry = try? stream.next() {
             guard !entry.isDotOrDotDot, let name = FilePath.Component(platformString: entry.name) else { continue }
             if heldLate { volume.notify { $0.entryMayHaveAppeared(parent: inode, name: name) } }
+            // A hard link made here before the mark changed the link count of a file the
+            // kernel may hold elsewhere.
+            if late, entry.type != UInt8(DT_DIR), let item = volume.item(entry.inode) {
+                itemChanged(entry.inode, item, knownAs: item.placement, inline: true)
+            }
             guard entry.type == UInt8(DT_DIR) || entry.type == UInt8(DT_UNKNOWN) else { continue }
             guard let child = try? Syscall.openat(fd, entry.name, O_PATH | O_DIRECTORY | O_NOFOLLOW) else { continue }
             guard let st = try? Syscall.fstat(child) else { Syscall.close(child); continue }
             marked[UInt64(st.st_ino)] = (inode, name)
             markTree(child, UInt64(st.st_ino), late: late)
         }
+    }
+
+    func watchLinkedFile(_ item: Item) {
+        _ = try? Syscall.withProcPath(item.fd) { path throws(Errno) in clinux_fanotify_mark_file(fan, path) }
     }
 
     /// Keeps `marked` in step with directories made, removed and moved, the daemon's own
