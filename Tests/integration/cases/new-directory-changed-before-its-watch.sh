@@ -1,22 +1,17 @@
-# A directory made through the mount is watched once the store watcher reads its creation,
-# and one made inside it before then once the watcher lists the first. What the store does
-# in such a directory before its watch began is heard by nobody: the kernel's entries of
-# it must still come to show the store (DESIGN.md 14, "Watched late"; a loop after a
-# coherence fuzzer's s29a-def-2901: the build before kept the old file under its name for
-# good in 1 round of 5-20).
+# A directory made through the mount is marked once the store watcher reads its creation,
+# and one made inside it before then once the watcher lists the first (DESIGN.md 59). What
+# the store does in such a directory before its mark is heard by nobody: the kernel's
+# entries of it must still come to show the store (the build before this was checked kept
+# the old file under its name for good in 1 round of 5-20).
 #
 # Per mode, 200 rounds, each in a directory of its own made through the mount, with a
 # subdirectory: the mount makes d0/f6, and at once the store moves it to f2 and renames a
 # new file over d0/f6, then makes f4. Within 2 s the mount must show f2 and f4 as the
 # store has them, and d0/f6 as the new file.
 #
-# Then 200 rounds of a name the mount makes in a new directory before its watch began and
-# removes once it had: the kernel caches the name as missing; the store makes it at once,
-# and the mount must show it within 2 s. The first change's expectation has no echo, the
-# removal's has: an expectation kept for the first took the store's creation for the
-# daemon's own, and the kernel's negative entry stayed for its timeout (a coherence fuzzer,
-# s29b-def-2913, on a build that no longer took what a new directory lists when its watch
-# began for the daemon's changes made before).
+# Then 200 rounds of a name the mount makes in a new directory and removes: the kernel
+# caches the name as missing; the store makes it at once, and the mount must show it
+# within 2 s.
 . "$(dirname "$0")/../lib/common.sh"
 
 rounds() { # DIR_IN_MOUNT DIR_IN_STORE: prints the wrong rounds

@@ -2,7 +2,7 @@
 # timeout: 300 (hundreds of rounds in both modes: 75-100 s on 2 vCPUs, near the default 120)
 # however soon the open follows and however busy the machine (issue 3: "visible on the next
 # read"; DESIGN.md 27). The store watcher learns of changes asynchronously; an OPEN
-# therefore first catches up with inotify's queue, which holds the event before the
+# therefore first catches up with the watcher's queue, which holds the event before the
 # change's system call returns, and an OPEN of a name replaced or deleted in the store
 # meanwhile answers ESTALE, which makes the kernel look the path up again.
 #

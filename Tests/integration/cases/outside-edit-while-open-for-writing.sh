@@ -69,12 +69,9 @@ PY
 }
 
 # A writer in the store that wrote before the mount's own open, write and close, and
-# closes right after: the two closes queue back to back, and inotify merges identical
-# events still unread, so one IN_CLOSE_WRITE came, in the state the daemon's close left,
-# and was taken for its echo. The mount's open had kept the kernel's pages of before the
-# outside write, and its write landed in the same page: the outside bytes stayed hidden
-# for good (coherence fuzzer g23-def-106). An open now compares the file's mtime and size
-# with those its cached pages were last known to match (DESIGN.md 14).
+# closes right after. With echoes matched by state, the two closes merged into one event
+# taken for the daemon's own, and the outside bytes stayed hidden for good; with events
+# attributed by pid (DESIGN.md 59) the writer's write is heard as it happens.
 writer_wrote_before_mount_write() { # DIR_IN_MOUNT DIR_IN_STORE
     "$PY" - "$@" <<'PY'
 import os, sys, time

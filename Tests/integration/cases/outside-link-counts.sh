@@ -1,8 +1,8 @@
 # A hard link made or removed in the store changes the link count the mount shows for the
-# file's other names (DESIGN.md 14, "Hard links"). inotify tells a directory's watch of the
-# name only, never of the count (that event goes to watches of the file itself), so the
-# count the kernel cached stayed as it was until its attributes expired (60 s): found by a
-# coherence fuzzer, every round wrong with the build before.
+# file's other names (DESIGN.md 59, "What directory marks do not hear"). A directory's mark
+# hears of the name only, never of the count (that event goes to marks of the file itself
+# or its file system), so the count the kernel cached stayed as it was until its attributes
+# expired (60 s): every round wrong with the build before.
 #
 # Per mode: an outside link beside and into another directory raises the count a cached
 # name shows; an outside unlink and a rename over a name lower it, a move to another

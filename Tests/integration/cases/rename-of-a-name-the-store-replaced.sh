@@ -2,7 +2,7 @@
 # the watcher's news reached the kernel: the kernel's entry of the name still leads to the
 # old file, the daemon renames what the store's name leads to now, and the kernel moves its
 # entry, with the old file, to the new name. The new name must show what the store has
-# there (DESIGN.md 14, "An echo that never comes" and after it; found by a coherence fuzzer:
+# there (DESIGN.md 14; found by a coherence fuzzer:
 # the old content stayed under the new name for good).
 #
 # (The build before failed 50 of 50 rounds on the default mount, 5 of 50 under writeback.)

@@ -1,6 +1,6 @@
 # The store renames a file over one name of a file with two (a hard link), and the mount at
 # once renames that name on: the file's other name shows the link count the store now has
-# (DESIGN.md 14, "Hard links": a name replaced in the store makes the watcher look at the
+# (DESIGN.md 59, "What directory marks do not hear": a name replaced in the store makes the watcher look at the
 # link counts of the files the kernel holds under several names).
 #
 # The store's IN_MOVED_TO of the name was queued just before the mount's rename of it, and

@@ -1,10 +1,9 @@
 # A process that makes a directory and a subdirectory through the mount and goes to work in
 # it keeps a working directory that resolves (getcwd), however late the store watcher sees
-# the new directory (DESIGN.md 14). The watcher reports what a new directory already held
-# when its watch began (made before the watch existed: the classic inotify race); it used
-# to invalidate those entries, which unhashes them even in use, and `mkdir -p a/b; cd a/b`
-# then found getcwd failing with ENOENT (about 1 round in 10 here; found when CI's
-# descriptors-shed-directories lost its working directory). Now it only expires them
+# the new directory (DESIGN.md 14, 59). The watcher reports what a new directory already
+# held when its mark began (made before the mark existed); it used to invalidate those
+# entries, which unhashes them even in use, and `mkdir -p a/b; cd a/b` then found getcwd
+# failing with ENOENT (about 1 round in 10 here). Now it only expires them
 # (FUSE_EXPIRE_ONLY, protocol 7.38): the next use looks the name up again. 300 rounds of
 # mkdir a, five subdirectories, chdir into the last, 2 ms, getcwd: none may fail. And a
 # name made in the store under a directory the kernel had looked up as missing is found.
