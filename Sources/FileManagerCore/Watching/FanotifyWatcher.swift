@@ -277,6 +277,7 @@ public final class FanotifyWatcher: StoreWatching, LinkedFileWatching, @unchecke
         if event.mask & clinux_FAN_Q_OVERFLOW != 0 {
             logger.warning("fanotify queue overflowed; every item the kernel holds is invalidated")
             everythingChanged()
+            if marking == .directories { followDirectories(event) }
             return
         }
         if marking == .directories { followDirectories(event) }
@@ -288,7 +289,10 @@ public final class FanotifyWatcher: StoreWatching, LinkedFileWatching, @unchecke
         // The directory of the entry (or of the object the event is about), if the kernel
         // holds it: only then can it cache anything under it.
         let dirInode = heldDirectory(event.dir)
-        let name = event.name.flatMap { FilePath.Component(platformString: $0) }
+        let wanted = listener?.wantsStoreChanges == true
+        // Made only when used: most events of a busy store are of directories the kernel
+        // does not hold.
+        let name = dirInode != nil || wanted || debugEvents ? event.name.flatMap { FilePath.Component(platformString: $0) } : nil
         // The entry: made or removed.
         if event.mask & (clinux_FAN_CREATE | clinux_FAN_DELETE) != 0, let dirInode, let name {
             inStore = true
@@ -303,7 +307,6 @@ public final class FanotifyWatcher: StoreWatching, LinkedFileWatching, @unchecke
             itemChanged(object, item, knownAs: item.placement, inline: inline)
         }
         // Presenters hear of every change in the store, held by the kernel or not.
-        let wanted = listener?.wantsStoreChanges == true
         if wanted, event.mask & (clinux_FAN_CREATE | clinux_FAN_DELETE) != 0, let path = presenterPath(event.dir, name) {
             listener?.storeChanged(event.mask & clinux_FAN_CREATE != 0 ? .appeared(path) : .deleted(path))
         }
@@ -337,7 +340,7 @@ public final class FanotifyWatcher: StoreWatching, LinkedFileWatching, @unchecke
         // about to hand it the old state (`OutsideItemChanges`, the notifier's retries).
         // A directory's own event names it as the directory, with the name "." and no
         // object record (the same handle), and must still count as the directory's change.
-        let isSelf = event.object == nil && (name == nil || name?.string == ".")
+        let isSelf = event.object == nil && event.name.map { $0[0] == 0x2E && $0[1] == 0 } != false
         if event.mask & (clinux_FAN_ATTRIB | clinux_FAN_CLOSE_WRITE | clinux_FAN_MODIFY) != 0,
            let object = event.object ?? (isSelf ? event.dir : nil), let objectInode = inode(of: object) {
             let item = volume.item(objectInode)
@@ -513,14 +516,16 @@ public final class FanotifyWatcher: StoreWatching, LinkedFileWatching, @unchecke
         let heldLate = late && volume.item(inode) != nil
         if heldLate { volume.items.outsideEntryEpoch.add(1, ordering: .releasing) }
         while let entry = try? stream.next() {
-            guard !entry.isDotOrDotDot, let name = FilePath.Component(platformString: entry.name) else { continue }
-            if heldLate { volume.notify { $0.entryMayHaveAppeared(parent: inode, name: name) } }
+            guard !entry.isDotOrDotDot else { continue }
             // A hard link made here before the mark changed the link count of a file the
             // kernel may hold elsewhere.
             if late, entry.type != UInt8(DT_DIR), let item = volume.item(entry.inode) {
                 itemChanged(entry.inode, item, knownAs: item.placement, inline: true)
             }
-            guard entry.type == UInt8(DT_DIR) || entry.type == UInt8(DT_UNKNOWN) else { continue }
+            let isDirectory = entry.type == UInt8(DT_DIR) || entry.type == UInt8(DT_UNKNOWN)
+            guard heldLate || isDirectory, let name = FilePath.Component(platformString: entry.name) else { continue }
+            if heldLate { volume.notify { $0.entryMayHaveAppeared(parent: inode, name: name) } }
+            guard isDirectory else { continue }
             guard let child = try? Syscall.openat(fd, entry.name, O_PATH | O_DIRECTORY | O_NOFOLLOW) else { continue }
             guard let st = try? Syscall.fstat(child) else { Syscall.close(child); continue }
             marked[UInt64(st.st_ino)] = (inode, name)
