@@ -2,6 +2,7 @@
 # scripts/bench.sh - ContainerFS side by side with native ext4 and libfuse's passthrough_ll.
 #
 # usage: scripts/bench.sh [--smoke] [-r ROUNDS] [-d RESULTS_DIR] [-b BACKING_DIR] [--rev REV | --no-build] [--keep]
+#                         [--stores] [--watcher]
 #
 # Builds ContainerFS in release mode (.build-release) and passthrough_ll from the example
 # source Debian's libfuse3-dev ships, then runs the same workloads, interleaved over ROUNDS
@@ -36,6 +37,10 @@
 #           scripts/bench/trash.sh (trash vs mv, trash-list, rm -rf), publish.sh (snapshot
 #           publish of 10,000 and 100,000 files vs cp -a, the first write to a shared 1 GiB
 #           file) and snapshot.sh (export/import vs GNU tar); into RESULTS_DIR/stores.txt.
+# --watcher then the store watchers side by side with the same binary: scripts/bench/watcher.sh
+#           (wake-ups per own change, a large store's start-up, memory and coherence; with
+#           --smoke at its smoke sizes); into RESULTS_DIR/watcher.txt. Its failure (a row
+#           not measured, a change never seen through the mount) fails the run.
 #
 # Environment:
 #   BENCH_ROUNDS (default 3; smoke 1)
@@ -70,12 +75,13 @@ while [[ $# -gt 0 ]]; do
 		--no-build) BUILD=0 ;;
 		--keep) KEEP=1 ;;
 		--stores) STORES=1 ;;
+		--watcher) WATCHER=1 ;;
 		--rev) REV=$2; shift ;;
 		-r) ROUNDS=$2; shift ;;
 		-d) RESULTS=$2; shift ;;
 		-b) BACKING=$2; shift ;;
-		-h|--help) sed -n '2,57p' "$0"; exit 0 ;;
-		*) echo "bench.sh: unknown argument $1" >&2; sed -n '3p' "$0" >&2; exit 2 ;;
+		-h|--help) sed -n '2,62p' "$0"; exit 0 ;;
+		*) echo "bench.sh: unknown argument $1" >&2; sed -n '4,5p' "$0" >&2; exit 2 ;;
 	esac
 	shift
 done
@@ -350,6 +356,11 @@ if ((${STORES:-0})); then
 		CONTAINERFS=$BIN "$HERE/publish.sh"
 		"$HERE/snapshot.sh" "$BIN"
 	} 2>&1 | tee "$RESULTS/stores.txt"
+fi
+if ((${WATCHER:-0})); then
+	say "store watchers (watcher.sh)"
+	"$HERE/watcher.sh" $( ((SMOKE)) && echo --smoke) "$BIN" 2>&1 | tee "$RESULTS/watcher.txt"
+	((PIPESTATUS[0] == 0)) || { say "watcher.sh failed (see $RESULTS/watcher.txt)"; verdict=1; }
 fi
 say "total $(awk -v a="$T_START" -v b="$EPOCHREALTIME" 'BEGIN{printf "%.0f", b-a}') s; results and logs: $RESULTS"
 exit $verdict
