@@ -82,6 +82,8 @@ public final class Item: @unchecked Sendable {
     let changesUnderWay = Atomic<Int>(0)
     /// Counted in `ItemTable.holdsLinkedFiles`: seen with more than one name.
     let countedAsLinked = Atomic<Bool>(false)
+    /// Marked by the store watcher (`FileWatching`).
+    let fileWatched = Atomic<Bool>(false)
     /// Regular files: opens for writing under way, counted before they look whether a
     /// snapshot shares the data (`Volume.keepSnapshotsFrozen`).
     let writableOpensStarting = Atomic<Int>(0)

@@ -29,8 +29,9 @@ public final class ItemTable: Sendable {
     /// `Item.countedAsLinked`): an unlink or rename through the mount looks at the name it
     /// takes away only while there is one (`Volume.unlink`, `Volume.rename`).
     private let linkedItems = Atomic<Int>(0)
-    /// Told of each file the kernel is first told has several names.
-    let linkedFileWatcher = Mutex<(any LinkedFileWatching)?>(nil)
+    /// Told of each file the kernel is first told has several names, or of every regular
+    /// file when it asks (`FileWatching.watchesEveryFile`).
+    let fileWatcher = Mutex<(any FileWatching)?>(nil)
 
     init() {
         shards = (0..<Self.shardCount).map { _ in Shard() }
@@ -113,11 +114,15 @@ public final class ItemTable: Sendable {
     /// one name counts towards `holdsLinkedFiles` until the kernel forgets it.
     @inline(__always)
     func noteLinks(_ item: Item, _ st: stat) {
+        if st.st_mode & S_IFMT == S_IFREG, !item.fileWatched.load(ordering: .relaxed),
+           let watcher = fileWatcher.withLock({ $0 }), watcher.watchesEveryFile || st.st_nlink > 1,
+           item.fileWatched.compareExchange(expected: false, desired: true, ordering: .relaxed).exchanged {
+            watcher.watchFile(item)
+        }
         guard st.st_nlink > 1, st.st_mode & S_IFMT != S_IFDIR else { return }
         if !item.countedAsLinked.load(ordering: .relaxed),
            item.countedAsLinked.compareExchange(expected: false, desired: true, ordering: .relaxed).exchanged {
             linkedItems.add(1, ordering: .relaxed)
-            linkedFileWatcher.withLock { $0 }?.watchLinkedFile(item)
         }
     }
 
@@ -150,8 +155,10 @@ extension ItemTable: SnapshotWriters {
 
 /// A store watcher that marks directories hears of a file's link count changing only
 /// through a mark of the file itself (a rename over one of its names tells the directory
-/// of the name, not of the file it displaced): it marks the files the kernel holds with
-/// several names.
-protocol LinkedFileWatching: AnyObject, Sendable {
-    func watchLinkedFile(_ item: Item)
+/// of the name, not of the file it displaced): it marks the regular files the kernel holds
+/// with several names, and under `-o writeback` every one (the kernel keeps a file's size
+/// itself there, and must be made to let go of a file the store displaced).
+protocol FileWatching: AnyObject, Sendable {
+    var watchesEveryFile: Bool { get }
+    func watchFile(_ item: Item)
 }

@@ -33,7 +33,7 @@ import SystemPackage
 /// returns, so handling the events queued when a request asked (FIONREAD) hears of every
 /// change made before it; not the queue to its end, which other programs' changes may
 /// never let empty.
-public final class FanotifyWatcher: StoreWatching, LinkedFileWatching, @unchecked Sendable {
+public final class FanotifyWatcher: StoreWatching, FileWatching, @unchecked Sendable {
     private let volume: Volume
     private let fan: CInt
     private let logger: Logger
@@ -47,6 +47,7 @@ public final class FanotifyWatcher: StoreWatching, LinkedFileWatching, @unchecke
     private let started = Atomic<Bool>(false)
     private let wakeFD: CInt = clinux_eventfd()
     private let finished = DispatchSemaphore(value: 0)
+    private let walkFinished = DispatchSemaphore(value: 0)
     /// Held by whoever reads and handles events; guards `buffer`, `handles` and the counts.
     private let draining = Mutex<Void>(())
     /// Requests waiting for a drain that begins after they asked.
@@ -76,11 +77,15 @@ public final class FanotifyWatcher: StoreWatching, LinkedFileWatching, @unchecke
     /// False once some directory could not be marked (the user's fanotify marks ran out,
     /// descriptors ran short): short cache timeouts from then on.
     private let complete = Atomic<Bool>(true)
-    public var isComplete: Bool { complete.load(ordering: .acquiring) }
+    /// `.directories`: the first walk of the store, on a thread of its own so that the
+    /// mount serves at once (with short cache timeouts until it ends).
+    private let walked = Atomic<Bool>(true)
+    public var isComplete: Bool { complete.load(ordering: .acquiring) && walked.load(ordering: .acquiring) }
     /// `.directories`: the directories marked, by inode, with the directory holding each
     /// and its name there (nil: `containers/`, `trash/`, `snapshots/`), for presenters'
-    /// paths and to open a directory to mark what is made in it. `draining` held.
-    private var marked: [UInt64: (parent: UInt64, name: FilePath.Component?)] = [:]
+    /// paths and to open a directory to mark what is made in it. An entry is made before
+    /// the directory's mark, so that an event the mark reports finds it.
+    private let marked = Mutex<[UInt64: (parent: UInt64, name: FilePath.Component?)]>([:])
     /// The three marked roots: their descriptors and their names in the store.
     private var roots: [UInt64: (fd: CInt, name: String)] = [:]
     /// Directories made or moved into a marked one, to mark with what they hold: left to
@@ -126,21 +131,20 @@ public final class FanotifyWatcher: StoreWatching, LinkedFileWatching, @unchecke
             throw Errno(rawValue: errno)
         }
         guard marking == .directories else { return }
-        volume.items.linkedFileWatcher.withLock { $0 = self }
+        volume.items.fileWatcher.withLock { $0 = self }
         for (fd, name) in tops {
             guard let st = try? Syscall.fstat(fd) else { continue }
             roots[UInt64(st.st_ino)] = (fd, name)
-            marked[UInt64(st.st_ino)] = (0, nil)
-            if let copy = try? Syscall.openat(fd, ".", O_PATH | O_DIRECTORY) {
-                markTree(copy, UInt64(st.st_ino), late: false)
+            marked.withLock { $0[UInt64(st.st_ino)] = (0, nil) }
+            // The roots at once: a refusal (this user's marks exhausted, say) means no watcher.
+            guard clinux_fanotify_mark_directory(fan, fd) == 0 else {
+                let error = Errno(rawValue: errno)
+                Glibc.close(fan)
+                Glibc.close(mountFD)
+                throw error
             }
         }
-        if !isComplete {
-            // Refused outright (fanotify's marks of this user exhausted at start, say).
-            Glibc.close(fan)
-            Glibc.close(mountFD)
-            throw .noSpace
-        }
+        walked.store(false, ordering: .releasing)
     }
 
     /// Whether `fd` is the root of a mounted file system (its parent is on another device).
@@ -157,13 +161,27 @@ public final class FanotifyWatcher: StoreWatching, LinkedFileWatching, @unchecke
             loop()
             finished.signal()
         }
+        guard !walked.load(ordering: .acquiring) else { return }
+        Threads.start(named: "cfs-fanotify-walk") { [self] in
+            let started = MonotonicClock.now()
+            for (inode, root) in roots where running.load(ordering: .acquiring) {
+                if let fd = try? Syscall.openat(root.fd, ".", O_PATH | O_DIRECTORY) { markTree(fd, inode, late: false) }
+            }
+            let count = marked.withLock { $0.count }
+            walked.store(true, ordering: .releasing)
+            logger.info("fanotify watcher: \(count) directories marked in \((MonotonicClock.now() - started) / 1_000_000) ms")
+            walkFinished.signal()
+        }
     }
 
     public func stop() {
         running.store(false, ordering: .releasing)
-        volume.items.linkedFileWatcher.withLock { $0 = nil }
+        volume.items.fileWatcher.withLock { $0 = nil }
         wake()
-        if started.load(ordering: .acquiring) { finished.wait() }
+        if started.load(ordering: .acquiring) {
+            finished.wait()
+            if marking == .directories { walkFinished.wait() }
+        }
         let c = draining.withLock { _ in counts }
         logger.info("fanotify watcher: \(c.events) events, \(c.own) the daemon's own, \(c.outside) outside changes of the store, \(c.elsewhere) elsewhere")
     }
@@ -480,13 +498,15 @@ public final class FanotifyWatcher: StoreWatching, LinkedFileWatching, @unchecke
     private func markedPath(_ inode: UInt64) -> (top: String, components: [FilePath.Component])? {
         var components: [FilePath.Component] = []
         var current = inode
-        while let entry = marked[current] {
-            guard let name = entry.name else { return roots[current].map { ($0.name, components.reversed()) } }
-            components.append(name)
-            current = entry.parent
-            if components.count > 4096 { return nil }  // a cycle: never, but never loop
+        return marked.withLock { marked in
+            while let entry = marked[current] {
+                guard let name = entry.name else { return roots[current].map { ($0.name, components.reversed()) } }
+                components.append(name)
+                current = entry.parent
+                if components.count > 4096 { return nil }  // a cycle: never, but never loop
+            }
+            return nil
         }
-        return nil
     }
 
     /// Opens a marked directory (`O_PATH`), one name at a time and following no link.
@@ -512,6 +532,7 @@ public final class FanotifyWatcher: StoreWatching, LinkedFileWatching, @unchecke
     /// for a look-up again, and every item for a check of its name at its next OPEN.
     private func markTree(_ fd: CInt, _ inode: UInt64, late: Bool) {
         defer { Syscall.close(fd) }
+        guard running.load(ordering: .relaxed) else { return }
         guard clinux_fanotify_mark_directory(fan, fd) == 0 else {
             let error = Errno(rawValue: errno)
             if error != .noSuchFileOrDirectory { giveUpCompleteness("cannot mark every directory of the store (\(error))") }
@@ -537,12 +558,14 @@ public final class FanotifyWatcher: StoreWatching, LinkedFileWatching, @unchecke
             guard isDirectory else { continue }
             guard let child = try? Syscall.openat(fd, entry.name, O_PATH | O_DIRECTORY | O_NOFOLLOW) else { continue }
             guard let st = try? Syscall.fstat(child) else { Syscall.close(child); continue }
-            marked[UInt64(st.st_ino)] = (inode, name)
+            marked.withLock { $0[UInt64(st.st_ino)] = (inode, name) }
             markTree(child, UInt64(st.st_ino), late: late)
         }
     }
 
-    func watchLinkedFile(_ item: Item) {
+    var watchesEveryFile: Bool { volume.kernelCachesWrites }
+
+    func watchFile(_ item: Item) {
         _ = try? Syscall.withProcPath(item.fd) { path throws(Errno) in clinux_fanotify_mark_file(fan, path) }
     }
 
@@ -559,18 +582,24 @@ public final class FanotifyWatcher: StoreWatching, LinkedFileWatching, @unchecke
         }
         guard event.mask & clinux_FAN_ONDIR != 0 else { return }
         let object = event.object.flatMap { inode(of: $0) }
-        if event.mask & clinux_FAN_CREATE != 0, let dir = event.dir.flatMap({ inode(of: $0) }), marked[dir] != nil,
-           let name = event.name.flatMap({ FilePath.Component(platformString: $0) }) {
+        if event.mask & clinux_FAN_CREATE != 0, let dir = event.dir.flatMap({ inode(of: $0) }),
+           marked.withLock({ $0[dir] != nil }), let name = event.name.flatMap({ FilePath.Component(platformString: $0) }) {
             unmarked.append((dir, name, object))
         }
-        if event.mask & clinux_FAN_DELETE != 0, let object { marked[object] = nil }
+        if event.mask & clinux_FAN_DELETE != 0, let object { _ = marked.withLock { $0.removeValue(forKey: object) } }
         if event.mask & clinux_FAN_RENAME != 0, let object {
             let to = event.new_dir.flatMap { inode(of: $0) }
-            if let to, marked[to] != nil, let name = event.new_name.flatMap({ FilePath.Component(platformString: $0) }) {
-                if marked[object] != nil { marked[object] = (to, name) } else { unmarked.append((to, name, object)) }
-            } else {
-                marked[object] = nil
+            let name = event.new_name.flatMap { FilePath.Component(platformString: $0) }
+            let isNew = marked.withLock { marked -> Bool in
+                guard let to, marked[to] != nil, let name else {
+                    marked[object] = nil
+                    return false
+                }
+                guard marked[object] != nil else { return true }
+                marked[object] = (to, name)
+                return false
             }
+            if isNew, let to, let name { unmarked.append((to, name, object)) }
         }
     }
 
@@ -580,9 +609,9 @@ public final class FanotifyWatcher: StoreWatching, LinkedFileWatching, @unchecke
         while !unmarked.isEmpty {
             let (parent, name, inode) = unmarked.removeFirst()
             if parent == 0 {
-                // A root, walked again after an overflow.
+                // A root, walked again after an overflow, which invalidated everything already.
                 if let inode, let root = roots[inode], let fd = try? Syscall.openat(root.fd, ".", O_PATH | O_DIRECTORY) {
-                    markTree(fd, inode, late: true)
+                    markTree(fd, inode, late: false)
                 }
                 continue
             }
@@ -592,7 +621,7 @@ public final class FanotifyWatcher: StoreWatching, LinkedFileWatching, @unchecke
             guard fd >= 0, let st = try? Syscall.fstat(fd) else { continue }
             // Moved on or replaced since: a later event tells of what is there now.
             guard inode == nil || inode == UInt64(st.st_ino) else { Syscall.close(fd); continue }
-            marked[UInt64(st.st_ino)] = (parent, name)
+            marked.withLock { $0[UInt64(st.st_ino)] = (parent, name) }
             markTree(fd, UInt64(st.st_ino), late: true)
         }
     }

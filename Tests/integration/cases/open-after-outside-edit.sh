@@ -22,10 +22,12 @@
 #            watcher hears, comes after the mount's read)
 #   between-writes  cut short by path between two writes of a handle the mount holds open
 #            (default mount only); the mount reads it right after its close
-#   moved    moved in the store from d/m over t, both cached; the mount opens t, then d/m,
-#            which must fail with ENOENT: the look-up of t found the file under its new
-#            name before the kernel dropped its entry d/m (1-2 rounds in 300 opened d/m
-#            before; DESIGN.md 27)
+#   moved    moved in the store from d/m over t, both cached, d made in the store that
+#            round; the mount opens t, then d/m, which must fail with ENOENT: the look-up
+#            of t found the file under its new name before the kernel dropped its entry
+#            d/m (1-2 rounds in 300 opened d/m before; DESIGN.md 27). Under writeback the
+#            old t, displaced, must be let go of (a mark of the file itself hears it:
+#            DESIGN.md 59); with directory marks only, 244 of 300 rounds read "old"
 #   linked   a second name made through the mount (os.link), so that the kernel holds the
 #            file under both; then the store renames a new file over the second name
 #            (even rounds) or moves the second name away (odd rounds), and the mount opens
@@ -184,15 +186,15 @@ for i in range(300):
             wrong.append((i, got[:24], data[:24]))
         continue
     elif kind == "moved":
-        d = sys.argv[3] + "/d"
-        os.makedirs(d, exist_ok=True)
+        d = sys.argv[3] + "/d%d" % i         # a directory made in the store each round
+        os.makedirs(d)
         with open(d + "/m", "w") as f:
             f.write(data)
         with open(sys.argv[3] + "/t", "w") as f:
             f.write("old")
         for _ in range(2000):                # the kernel holds both names, and their content
             try:
-                with open(sys.argv[2] + "/d/m") as f, open(sys.argv[2] + "/t") as g:
+                with open(sys.argv[2] + "/d%d/m" % i) as f, open(sys.argv[2] + "/t") as g:
                     if f.read() == data and g.read() == "old":
                         break
             except FileNotFoundError:
@@ -204,7 +206,7 @@ for i in range(300):
         if got != data:
             wrong.append((i, "t", got[:24], data[:24]))
         try:                                 # ...and its old name is gone
-            with open(sys.argv[2] + "/d/m") as f:
+            with open(sys.argv[2] + "/d%d/m" % i) as f:
                 wrong.append((i, "d/m opened", f.read()[:24]))
         except FileNotFoundError:
             pass
