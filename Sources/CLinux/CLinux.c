@@ -287,9 +287,14 @@ int clinux_fanotify_mark_filesystem(int fan, int dirfd) {
 
 int clinux_fanotify_mark_file(int fan, const char *path) {
     uint64_t mask = FAN_ATTRIB | FAN_MODIFY | FAN_CLOSE_WRITE;
-#ifdef FAN_MARK_EVICTABLE
-    if (fanotify_mark(fan, FAN_MARK_ADD | FAN_MARK_EVICTABLE, mask, AT_FDCWD, path) == 0) return 0;
+#ifndef FAN_MARK_EVICTABLE
+#define FAN_MARK_EVICTABLE 0x00000200
 #endif
+    /* EEXIST: the inode has a mark of ours that is not evictable (a directory's never is). A
+       kernel before 5.19 refuses evictable marks (EINVAL): no file marks then, rather than
+       marks that keep every file in memory. */
+    if (fanotify_mark(fan, FAN_MARK_ADD | FAN_MARK_EVICTABLE, mask, AT_FDCWD, path) == 0) return 0;
+    if (errno != EEXIST) return -1;
     return fanotify_mark(fan, FAN_MARK_ADD, mask, AT_FDCWD, path);
 }
 

@@ -108,8 +108,9 @@ public final class FUSEBridge: @unchecked Sendable {
         // Cached pages are dropped when the store changes behind the mount: by the watcher's
         // explicit invalidation while it sees every directory (DESIGN.md 26), else by the
         // kernel itself when a refresh shows a new mtime (auto_inval_data). With the watcher,
-        // auto_inval_data would only throw away pages our own writes just filled.
-        if isCoherent {
+        // auto_inval_data would only throw away pages our own writes just filled. Decided for
+        // a watcher still walking the store too: opens keep no pages until it is complete.
+        if watcher != nil {
             want &= ~UInt32(FUSE_CAP_AUTO_INVAL_DATA)
         } else if capable & UInt32(FUSE_CAP_AUTO_INVAL_DATA) != 0 {
             want |= UInt32(FUSE_CAP_AUTO_INVAL_DATA)

@@ -109,7 +109,7 @@ int clinux_fanotify_mark_filesystem(int fan, int dirfd);
    (FAN_EVENT_ON_CHILD). 0 or -1. */
 int clinux_fanotify_mark_directory(int fan, int dirfd);
 /* Marks the file at `path` for attribute changes (its link count too) and writes, evictable
-   where the kernel has it (the mark keeps no inode in memory). 0 or -1. */
+   (the mark keeps no inode in memory; kernel 5.19). 0 or -1. */
 int clinux_fanotify_mark_file(int fan, const char *path);
 /* The watcher's event bits, and the overflow bit. */
 extern const uint64_t clinux_FAN_CREATE, clinux_FAN_DELETE, clinux_FAN_MOVED_FROM, clinux_FAN_MOVED_TO,

@@ -29,9 +29,10 @@ public final class ItemTable: Sendable {
     /// `Item.countedAsLinked`): an unlink or rename through the mount looks at the name it
     /// takes away only while there is one (`Volume.unlink`, `Volume.rename`).
     private let linkedItems = Atomic<Int>(0)
-    /// Told of each file the kernel is first told has several names, or of every regular
-    /// file when it asks (`FileWatching.watchesEveryFile`).
+    /// Told of each regular file the kernel is first told has several names, or of every
+    /// one with `everyFileWatched`.
     let fileWatcher = Mutex<(any FileWatching)?>(nil)
+    let everyFileWatched = Atomic<Bool>(false)
 
     init() {
         shards = (0..<Self.shardCount).map { _ in Shard() }
@@ -114,8 +115,8 @@ public final class ItemTable: Sendable {
     /// one name counts towards `holdsLinkedFiles` until the kernel forgets it.
     @inline(__always)
     func noteLinks(_ item: Item, _ st: stat) {
-        if st.st_mode & S_IFMT == S_IFREG, !item.fileWatched.load(ordering: .relaxed),
-           let watcher = fileWatcher.withLock({ $0 }), watcher.watchesEveryFile || st.st_nlink > 1,
+        if st.st_mode & S_IFMT == S_IFREG, st.st_nlink > 1 || everyFileWatched.load(ordering: .relaxed),
+           !item.fileWatched.load(ordering: .relaxed), let watcher = fileWatcher.withLock({ $0 }),
            item.fileWatched.compareExchange(expected: false, desired: true, ordering: .relaxed).exchanged {
             watcher.watchFile(item)
         }
@@ -159,6 +160,5 @@ extension ItemTable: SnapshotWriters {
 /// with several names, and under `-o writeback` every one (the kernel keeps a file's size
 /// itself there, and must be made to let go of a file the store displaced).
 protocol FileWatching: AnyObject, Sendable {
-    var watchesEveryFile: Bool { get }
     func watchFile(_ item: Item)
 }

@@ -88,6 +88,8 @@ public final class FanotifyWatcher: StoreWatching, FileWatching, @unchecked Send
     private let marked = Mutex<[UInt64: (parent: UInt64, name: FilePath.Component?)]>([:])
     /// The three marked roots: their descriptors and their names in the store.
     private var roots: [UInt64: (fd: CInt, name: String)] = [:]
+    /// Directories the daemon could not read to mark (`markingFailed`).
+    private let unreadable = Mutex<Set<UInt64>>([])
     /// Directories made or moved into a marked one, to mark with what they hold: left to
     /// the watcher thread (a tree moved in may be large), and a request catching up waits
     /// for it (`catchUpHere`). `draining` held.
@@ -106,8 +108,14 @@ public final class FanotifyWatcher: StoreWatching, FileWatching, @unchecked Send
         self.listener = listener
         self.logger = logger
         let isRoot = geteuid() == 0
-        let fan = clinux_fanotify_init(isRoot ? 1 : 0)
-        guard fan >= 0 else { throw Errno(rawValue: errno) }
+        // Root in a user namespace may not have unlimited marks: then the user's limit.
+        var fan = isRoot ? clinux_fanotify_init(1) : -1
+        if fan < 0 { fan = clinux_fanotify_init(0) }
+        guard fan >= 0 else {
+            let error = Errno(rawValue: errno)
+            Glibc.close(wakeFD)
+            throw error
+        }
         self.fan = fan
         let tops = [(volume.store.containersFD, "containers"), (volume.store.trashFD, "trash"), (volume.store.snapshotsFD, "snapshots")]
         if isRoot && Self.isFileSystemRoot(volume.store.rootFD)
@@ -122,16 +130,18 @@ public final class FanotifyWatcher: StoreWatching, FileWatching, @unchecked Send
         // the handles themselves name what changed.
         guard isRoot || inodeLeadsHandle else {
             Glibc.close(fan)
+            Glibc.close(wakeFD)
             throw .notPermitted
         }
         // open_by_handle_at takes no O_PATH descriptor for its mount.
         mountFD = (try? Syscall.openat(volume.store.rootFD, ".", O_RDONLY | O_DIRECTORY)) ?? -1
         guard mountFD >= 0 else {
+            let error = Errno(rawValue: errno)
             Glibc.close(fan)
-            throw Errno(rawValue: errno)
+            Glibc.close(wakeFD)
+            throw error
         }
         guard marking == .directories else { return }
-        volume.items.fileWatcher.withLock { $0 = self }
         for (fd, name) in tops {
             guard let st = try? Syscall.fstat(fd) else { continue }
             roots[UInt64(st.st_ino)] = (fd, name)
@@ -141,10 +151,13 @@ public final class FanotifyWatcher: StoreWatching, FileWatching, @unchecked Send
                 let error = Errno(rawValue: errno)
                 Glibc.close(fan)
                 Glibc.close(mountFD)
+                Glibc.close(wakeFD)
                 throw error
             }
         }
         walked.store(false, ordering: .releasing)
+        volume.items.everyFileWatched.store(volume.kernelCachesWrites, ordering: .releasing)
+        volume.items.fileWatcher.withLock { $0 = self }
     }
 
     /// Whether `fd` is the root of a mounted file system (its parent is on another device).
@@ -165,7 +178,9 @@ public final class FanotifyWatcher: StoreWatching, FileWatching, @unchecked Send
         Threads.start(named: "cfs-fanotify-walk") { [self] in
             let started = MonotonicClock.now()
             for (inode, root) in roots where running.load(ordering: .acquiring) {
-                if let fd = try? Syscall.openat(root.fd, ".", O_PATH | O_DIRECTORY) { markTree(fd, inode, late: false) }
+                // Late: the mount serves meanwhile, and what the kernel caches of a directory
+                // before its mark must go once it is marked.
+                if let fd = try? Syscall.openat(root.fd, ".", O_PATH | O_DIRECTORY) { markTree(fd, inode, late: true) }
             }
             let count = marked.withLock { $0.count }
             walked.store(true, ordering: .releasing)
@@ -534,13 +549,12 @@ public final class FanotifyWatcher: StoreWatching, FileWatching, @unchecked Send
         defer { Syscall.close(fd) }
         guard running.load(ordering: .relaxed) else { return }
         guard clinux_fanotify_mark_directory(fan, fd) == 0 else {
-            let error = Errno(rawValue: errno)
-            if error != .noSuchFileOrDirectory { giveUpCompleteness("cannot mark every directory of the store (\(error))") }
+            markingFailed(Errno(rawValue: errno), inode, "mark")
             return
         }
         let stream: DirectoryStream
         do { stream = try DirectoryStream.open(fd) } catch {
-            if error != .noSuchFileOrDirectory { giveUpCompleteness("cannot list a directory of the store (\(error))") }
+            markingFailed(error, inode, "list")
             return
         }
         let heldLate = late && volume.item(inode) != nil
@@ -555,15 +569,33 @@ public final class FanotifyWatcher: StoreWatching, FileWatching, @unchecked Send
             let isDirectory = entry.type == UInt8(DT_DIR) || entry.type == UInt8(DT_UNKNOWN)
             guard heldLate || isDirectory, let name = FilePath.Component(platformString: entry.name) else { continue }
             if heldLate { volume.notify { $0.entryMayHaveAppeared(parent: inode, name: name) } }
-            guard isDirectory else { continue }
-            guard let child = try? Syscall.openat(fd, entry.name, O_PATH | O_DIRECTORY | O_NOFOLLOW) else { continue }
+            guard isDirectory, running.load(ordering: .relaxed) else { continue }
+            let child: CInt
+            do { child = try Syscall.openat(fd, entry.name, O_PATH | O_DIRECTORY | O_NOFOLLOW) } catch {
+                markingFailed(error, entry.inode, "open")
+                continue
+            }
             guard let st = try? Syscall.fstat(child) else { Syscall.close(child); continue }
-            marked.withLock { $0[UInt64(st.st_ino)] = (inode, name) }
-            markTree(child, UInt64(st.st_ino), late: late)
+            // A directory not marked before (made while events were lost) is late too.
+            let known = marked.withLock { m in
+                defer { m[UInt64(st.st_ino)] = (inode, name) }
+                return m[UInt64(st.st_ino)] != nil
+            }
+            markTree(child, UInt64(st.st_ino), late: late || !known)
         }
     }
 
-    var watchesEveryFile: Bool { volume.kernelCachesWrites }
+    /// A directory could not be marked, listed or opened. Gone: nothing to do. Not readable
+    /// by the daemon (a non-root daemon, `chmod 000`): the kernel can cache nothing the
+    /// daemon cannot look up there; it is marked when its mode changes (`followDirectories`).
+    /// Anything else (descriptors or marks ran out) leaves part of the store unheard.
+    private func markingFailed(_ error: Errno, _ inode: UInt64, _ what: String) {
+        switch error {
+        case .noSuchFileOrDirectory, .notDirectory: return
+        case .permissionDenied: unreadable.withLock { _ = $0.insert(inode) }
+        default: giveUpCompleteness("cannot \(what) every directory of the store (\(error))")
+        }
+    }
 
     func watchFile(_ item: Item) {
         _ = try? Syscall.withProcPath(item.fd) { path throws(Errno) in clinux_fanotify_mark_file(fan, path) }
@@ -582,6 +614,10 @@ public final class FanotifyWatcher: StoreWatching, FileWatching, @unchecked Send
         }
         guard event.mask & clinux_FAN_ONDIR != 0 else { return }
         let object = event.object.flatMap { inode(of: $0) }
+        if event.mask & clinux_FAN_ATTRIB != 0, let object, unreadable.withLock({ $0.remove(object) != nil }),
+           let (parent, name) = marked.withLock({ $0[object] }), let name {
+            unmarked.append((parent, name, object))
+        }
         if event.mask & clinux_FAN_CREATE != 0, let dir = event.dir.flatMap({ inode(of: $0) }),
            marked.withLock({ $0[dir] != nil }), let name = event.name.flatMap({ FilePath.Component(platformString: $0) }) {
             unmarked.append((dir, name, object))
@@ -590,16 +626,17 @@ public final class FanotifyWatcher: StoreWatching, FileWatching, @unchecked Send
         if event.mask & clinux_FAN_RENAME != 0, let object {
             let to = event.new_dir.flatMap { inode(of: $0) }
             let name = event.new_name.flatMap { FilePath.Component(platformString: $0) }
-            let isNew = marked.withLock { marked -> Bool in
-                guard let to, marked[to] != nil, let name else {
+            // Moved within the store or into it: walked (again), since directories made in it
+            // meanwhile may have been lost with the path they were made under.
+            let into = marked.withLock { marked -> Bool in
+                guard let to, marked[to] != nil, name != nil else {
                     marked[object] = nil
                     return false
                 }
-                guard marked[object] != nil else { return true }
-                marked[object] = (to, name)
-                return false
+                marked[object] = nil
+                return true
             }
-            if isNew, let to, let name { unmarked.append((to, name, object)) }
+            if into, let to, let name { unmarked.append((to, name, object)) }
         }
     }
 
@@ -609,7 +646,8 @@ public final class FanotifyWatcher: StoreWatching, FileWatching, @unchecked Send
         while !unmarked.isEmpty {
             let (parent, name, inode) = unmarked.removeFirst()
             if parent == 0 {
-                // A root, walked again after an overflow, which invalidated everything already.
+                // A root, walked again after an overflow, which invalidated everything already;
+                // directories not marked before are late.
                 if let inode, let root = roots[inode], let fd = try? Syscall.openat(root.fd, ".", O_PATH | O_DIRECTORY) {
                     markTree(fd, inode, late: false)
                 }
@@ -618,7 +656,8 @@ public final class FanotifyWatcher: StoreWatching, FileWatching, @unchecked Send
             guard let dirFD = openMarked(parent) else { continue }
             let fd = name.withPlatformString { (try? Syscall.openat(dirFD, $0, O_PATH | O_DIRECTORY | O_NOFOLLOW)) ?? -1 }
             Syscall.close(dirFD)
-            guard fd >= 0, let st = try? Syscall.fstat(fd) else { continue }
+            guard fd >= 0 else { continue }
+            guard let st = try? Syscall.fstat(fd) else { Syscall.close(fd); continue }
             // Moved on or replaced since: a later event tells of what is there now.
             guard inode == nil || inode == UInt64(st.st_ino) else { Syscall.close(fd); continue }
             marked.withLock { $0[UInt64(st.st_ino)] = (parent, name) }
