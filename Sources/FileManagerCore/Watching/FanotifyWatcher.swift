@@ -553,7 +553,7 @@ public final class FanotifyWatcher: StoreWatching, FileWatching, @unchecked Send
             return
         }
         let stream: DirectoryStream
-        do { stream = try DirectoryStream.open(fd) } catch {
+        do { stream = try opening { () throws(Errno) in try DirectoryStream.open(fd) } } catch {
             markingFailed(error, inode, "list")
             return
         }
@@ -571,7 +571,7 @@ public final class FanotifyWatcher: StoreWatching, FileWatching, @unchecked Send
             if heldLate { volume.notify { $0.entryMayHaveAppeared(parent: inode, name: name) } }
             guard isDirectory, running.load(ordering: .relaxed) else { continue }
             let child: CInt
-            do { child = try Syscall.openat(fd, entry.name, O_PATH | O_DIRECTORY | O_NOFOLLOW) } catch {
+            do { child = try opening { () throws(Errno) in try Syscall.openat(fd, entry.name, O_PATH | O_DIRECTORY | O_NOFOLLOW) } } catch {
                 markingFailed(error, entry.inode, "open")
                 continue
             }
@@ -582,6 +582,20 @@ public final class FanotifyWatcher: StoreWatching, FileWatching, @unchecked Send
                 return m[UInt64(st.st_ino)] != nil
             }
             markTree(child, UInt64(st.st_ino), late: late || !known)
+        }
+    }
+
+    /// Runs `body`, which opens a descriptor, shedding and waiting (up to a second) while
+    /// descriptors run short (DESIGN.md 28): a walk beside a busy mount must not give up
+    /// long timeouts over a shortage that passes.
+    private func opening<R>(_ body: () throws(Errno) -> R) throws(Errno) -> R {
+        var tries = 0
+        while true {
+            do { return try volume.sheddingOnShortage(body) } catch {
+                guard Volume.isDescriptorShortage(error), tries < 50 else { throw error }
+                tries += 1
+                usleep(20_000)
+            }
         }
     }
 
