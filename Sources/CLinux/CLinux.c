@@ -20,7 +20,6 @@
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/xattr.h>
-#include <sys/inotify.h>
 #include <sys/fanotify.h>
 #include <sys/vfs.h>
 #include <sys/eventfd.h>
@@ -113,9 +112,6 @@ int clinux_birth_time(int dirfd, const char *path, int flags, int64_t *sec, uint
     return 1;
 }
 
-int clinux_inotify_init(void) { return inotify_init1(IN_CLOEXEC | IN_NONBLOCK); }
-int clinux_inotify_add_watch(int fd, const char *path, uint32_t mask) { return inotify_add_watch(fd, path, mask); }
-int clinux_inotify_rm_watch(int fd, int wd) { return inotify_rm_watch(fd, wd); }
 
 int clinux_accept_cloexec(int fd) { return accept4(fd, NULL, NULL, SOCK_CLOEXEC); }
 

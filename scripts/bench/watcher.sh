@@ -440,6 +440,17 @@ for k, i in enumerate(picked):
 print(now, later.replace(" ", "_"))
 '
 # large_row BIN_INDEX KIND STORE WHERE
+# large_rows STORE WHERE TEXT: one large_row per binary and watcher kind.
+large_rows() {
+	local i kind
+	for i in "${!BINS[@]}"; do
+		for kind in ${KINDS_OF[$i]}; do
+			say "large: $(label_of "$i" "$kind") $3"
+			large_row "$i" "$kind" "$1" "$2"
+		done
+	done
+}
+
 large_row() {
 	local i=$1 kind=$2 store=$3 where=$4 label mnt=$CACHE/large.mnt m0 m1 t0 walk walked count errs coh now later mark off
 	label=$(label_of "$i" "$kind")
@@ -482,23 +493,13 @@ large_part() {
 	echo "# own file system: $LOOPDEV ext4 at $IMG_MNT (the store its root), image $img"
 	echo "| watcher | ran | mount s | RSS / HWM MiB after mount | find s | entries | find errors | RSS / HWM MiB after find | fresh at once | all fresh after |"
 	echo "|---|---|---|---|---|---|---|---|---|---|"
-	for i in "${!BINS[@]}"; do
-		for kind in ${KINDS_OF[$i]}; do
-			say "large: $(label_of "$i" "$kind") on its own file system"
-			large_row "$i" "$kind" "$IMG_MNT" own
-		done
-	done
+	large_rows "$IMG_MNT" own "on its own file system"
 	detach_image
 	if ((ROOTFS)); then
 		local d=$CACHE/rootfs-$FILES-$DIRS
 		if [[ ! -e $d.ready ]]; then build_rootfs_store "$d" || { say "cannot build $d"; FAILED=1; return; }; fi
 		echo "# root file system: $d ($(findmnt -rn -o FSTYPE,SOURCE -T "$d" | tr ' ' ':'))"
-		for i in "${!BINS[@]}"; do
-			for kind in ${KINDS_OF[$i]}; do
-				say "large: $(label_of "$i" "$kind") on the root file system"
-				large_row "$i" "$kind" "$d" rootfs
-			done
-		done
+		large_rows "$d" rootfs "on the root file system"
 	fi
 }
 

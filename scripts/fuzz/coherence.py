@@ -21,8 +21,8 @@ in the store holds open and wrote (seen only at its close before opens compared 
 content), nor, while the mount holds a file open for writing, a change no event tells of yet
 (a held writer's write, a truncate(2) by path: missed before each WRITE checked the state;
 under --writeback, where the WRITEs check nothing, such files are never checked). `--skip-known-nlink` leaves out the link counts of
-hard-linked files, which the mount did not show changed in the store before `LinkCounts`
-(DESIGN.md 14, "Hard links"); for comparing with runs of that time.
+hard-linked files, which early builds did not show changed in the store; for comparing
+with runs of that time.
 `$FUZZ_OPTIONS`: more mount options for every mount, comma-separated (`passthrough`,
 `uring`: the opt-in modes of DESIGN.md 29 and 31, whose checks are the default mount's).
 Root, a built binary ($CONTAINERFS, default .build/debug/containerfs) and a scratch

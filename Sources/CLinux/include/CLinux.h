@@ -84,18 +84,6 @@ int clinux_fchownat_empty_path(int fd, uid_t uid, gid_t gid);
    file system records one, 0 when it does not, -1 with errno on failure. */
 int clinux_birth_time(int dirfd, const char *path, int flags, int64_t *sec, uint32_t *nsec);
 
-/* MARK: inotify */
-int clinux_inotify_init(void);                     /* non-blocking, close-on-exec */
-int clinux_inotify_add_watch(int fd, const char *path, uint32_t mask);
-int clinux_inotify_rm_watch(int fd, int wd);
-struct clinux_inotify_event {
-    int wd;
-    uint32_t mask;
-    uint32_t cookie;
-    uint32_t len;
-    char name[];
-};
-
 /* MARK: fanotify (FileManagerCore/Watching/FanotifyWatcher.swift) */
 /* fanotify_init(FAN_CLASS_NOTIF | FAN_CLOEXEC | FAN_NONBLOCK | FAN_REPORT_DFID_NAME |
    FAN_REPORT_TARGET_FID [| FAN_UNLIMITED_MARKS: root only], O_RDONLY | O_LARGEFILE); -1 with errno
@@ -139,7 +127,7 @@ int clinux_eventfd(void);
 /* Waits at most `microseconds` for `fd` to become readable (ppoll: finer than poll's ms);
    >0 when it did. */
 int clinux_wait_readable(int fd, unsigned microseconds);
-/* Bytes waiting to be read (FIONREAD; an inotify descriptor counts whole events); 0 on error. */
+/* Bytes waiting to be read (FIONREAD; fanotify counts each event's metadata length); 0 on error. */
 long clinux_bytes_queued(int fd);
 
 /* MARK: sockets */

@@ -133,29 +133,8 @@ check() { # STORE MNT MARKING
 check "$TEST_STORE" "$TEST_MNT" "each directory of the store"
 
 # MARK: the whole file system marked: the store is the root of an ext4 of its own
-IMG=$TEST_TMP/ext4.img
 XM=$TEST_TMP/ext4
-LOOP=""
-truncate -s 256M "$IMG"
-LOOP=$(losetup -f --show "$IMG" 2>&1) || _skip "no loop device to attach an ext4 image to (losetup -f: $LOOP)"
-_ext4_cleanup() {
-    local rc=$? m
-    set +e
-    for m in $(_mounts_under "$TEST_ROOT") "${!_CFS_PID[@]}"; do
-        _is_mounted "$m" && _force_unmount "$m"
-    done
-    for m in "${_CFS_PIDS[@]}"; do
-        _wait_for 5 eval '! _pid_running "$m"' || kill -KILL "$m" 2>/dev/null
-    done
-    mountpoint -q "$XM" && { umount "$XM" || umount -l "$XM"; }
-    [[ -n $LOOP ]] && losetup -d "$LOOP"
-    (exit "$rc")
-    _cfs_cleanup
-}
-trap _ext4_cleanup EXIT
-_assert_ok mkfs.ext4 -q "$LOOP"
-mkdir -p "$XM"
-_assert_ok mount "$LOOP" "$XM"
+_loop_fs 256M "$XM" mkfs.ext4 -q
 rmdir "$XM/lost+found"
 M2=$TEST_TMP/mnt-ext4
 check "$XM" "$M2" "the file system of the store"

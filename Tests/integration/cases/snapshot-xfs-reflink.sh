@@ -9,32 +9,8 @@
 _require_root
 command -v mkfs.xfs >/dev/null || _skip "mkfs.xfs is missing (install xfsprogs)"
 _require_cmd filefrag losetup sha256sum
-IMG=$TEST_TMP/xfs.img
 XM=$TEST_TMP/xfs
-LOOP=""
-truncate -s 1G "$IMG"
-LOOP=$(losetup -f --show "$IMG" 2>&1) || _skip "no loop device to attach an XFS image to (losetup -f: $LOOP)"
-
-# The ContainerFS mount first (its store is on the XFS), then XFS, then the loop device.
-_xfs_cleanup() {
-    local rc=$? m
-    set +e
-    for m in $(_mounts_under "$TEST_ROOT") "${!_CFS_PID[@]}"; do
-        _is_mounted "$m" && _force_unmount "$m"
-    done
-    for m in "${_CFS_PIDS[@]}"; do
-        _wait_for 5 eval '! _pid_running "$m"' || kill -KILL "$m" 2>/dev/null
-    done
-    mountpoint -q "$XM" && { umount "$XM" || umount -l "$XM"; }
-    [[ -n $LOOP ]] && losetup -d "$LOOP"
-    (exit "$rc")
-    _cfs_cleanup
-}
-trap _xfs_cleanup EXIT
-
-_assert_ok mkfs.xfs -q -m reflink=1 "$LOOP"
-mkdir -p "$XM"
-_assert_ok mount "$LOOP" "$XM"
+_loop_fs 1G "$XM" mkfs.xfs -q -m reflink=1
 _assert_output xfs stat -f -c %T "$XM"
 S=$XM/store M=$TEST_MNT
 fs_mount_at "$S" "$M"

@@ -6,10 +6,10 @@
 #
 # The sequence a coherence fuzzer found, 40 rounds: a file made through the mount, linked
 # in the store, renamed through the mount (the kernel then holds both names), edited in the
-# store under the new name and at once unlinked there. The edit's close is read when its
-# name leads nowhere; only the link count tells that the file changed (`LinkCounts`). The
+# store under the new name and at once unlinked there. The edit's event may be read when
+# its name leads nowhere; the file's own handle in the event names it (DESIGN.md 59). The
 # remaining name must show the store's size within 2 s: 8 and 9 of 40 rounds did not with
-# the build before.
+# an earlier build.
 . "$(dirname "$0")/../lib/common.sh"
 fs_mount -o writeback
 minor=$(sed -n 's/.*kernel FUSE protocol 7\.\([0-9]*\).*/\1/p' "$TEST_TMP/daemon.$_CFS_N.log" | head -1)

@@ -353,6 +353,39 @@ _cfs_cleanup() {
     exit "$rc"
 }
 trap _cfs_cleanup EXIT
+
+# _loop_fs SIZE MNT MKFS [ARGS...]: a file system of its own for a case: an image of SIZE in
+# $TEST_TMP on a loop device, made with `MKFS ARGS... DEVICE` and mounted at MNT; skips the
+# case when no loop device can be had. At exit the ContainerFS mounts go first (their stores
+# may be on it), then MNT, then the loop device.
+_LOOP_DEV="" _LOOP_MNT=""
+_loop_fs() {
+    local size=$1 img
+    _LOOP_MNT=$2
+    shift 2
+    img=$TEST_TMP/loop-fs.img
+    truncate -s "$size" "$img"
+    _LOOP_DEV=$(losetup -f --show "$img" 2>&1) || { local why=$_LOOP_DEV; _LOOP_DEV=""; _skip "no loop device to attach an image to (losetup -f: $why)"; }
+    trap _loop_fs_cleanup EXIT
+    _assert_ok "$@" "$_LOOP_DEV"
+    mkdir -p "$_LOOP_MNT"
+    _assert_ok mount "$_LOOP_DEV" "$_LOOP_MNT"
+}
+
+_loop_fs_cleanup() {
+    local rc=$? m
+    set +e
+    for m in $(_mounts_under "$TEST_ROOT") "${!_CFS_PID[@]}"; do
+        _is_mounted "$m" && _force_unmount "$m"
+    done
+    for m in "${_CFS_PIDS[@]}"; do
+        _wait_for 5 eval '! _pid_running "$m"' || kill -KILL "$m" 2>/dev/null
+    done
+    mountpoint -q "$_LOOP_MNT" && { umount "$_LOOP_MNT" || umount -l "$_LOOP_MNT"; }
+    [[ -n $_LOOP_DEV ]] && losetup -d "$_LOOP_DEV"
+    (exit "$rc")
+    _cfs_cleanup
+}
 trap 'exit 129' HUP
 trap 'exit 130' INT
 trap 'exit 143' TERM
