@@ -4,7 +4,7 @@
 # - "held": the store linked the name to a file the kernel holds under another name. The
 #   kernel kept that inode's old size and applied no O_TRUNC: the name showed the old size
 #   after 3,947 bytes were written, and the page written back past the new end left 4,096
-#   in the store. A coherence fuzzer found it (s26b-wb-112); with the build before, 100 of
+#   in the store. A coherence fuzzer found it; with the build before, 100 of
 #   100 rounds were wrong under -o writeback, none on the default mount.
 # - "new": the store wrote the file itself, so the kernel makes a new inode from the
 #   answer, which carried the size from before the O_TRUNC: 1 round in 200–600 of "held"

@@ -33,11 +33,11 @@
 #            (even rounds) or moves the second name away (odd rounds), and the mount opens
 #            it at once: the new file, or ENOENT. The daemon knew the file by its first
 #            name, which still leads to it, so the open was served from the old file (a
-#            coherence fuzzer, s26c-def-132)
+#            coherence fuzzer)
 #   replaced-moved  in a directory made in the store each round: f4 and d0/f6 cached; the
 #            store replaces f4 (A), the mount changes A's mode, the store renames d0/f6 over
-#            f4 and then f4 to f3; the mount opens f4: ENOENT. Two bugs (a coherence fuzzer,
-#            s27a-wb-207): the open of f4 is answered ESTALE and its retry's look-up finds
+#            f4 and then f4 to f3; the mount opens f4: ENOENT. Two bugs (a coherence
+#            fuzzer): the open of f4 is answered ESTALE and its retry's look-up finds
 #            nothing, so the retry never comes, and the record of that ESTALE matched the
 #            thread's next open by inode number, which ext4 had given the next round's A
 #            (27 of 300 rounds read A); and a directory made in the store and looked into
@@ -50,7 +50,7 @@
 #            there), and f4 cached; the store renames f1 over f4, and the mount opens f4
 #            at once: A. The open of the old f4 is answered ESTALE; the retry's fresh look-up
 #            found A, whose other name f1 had just gone, and its OPEN was answered ESTALE
-#            too, which the program saw (a coherence fuzzer, s29a-def-2901: 121 of 200
+#            too, which the program saw (a coherence fuzzer: 121 of 200
 #            rounds of a loop like this one)
 #   moved-link  (in shell, `moved_link_rounds`) a file with two names, A and B, both
 #            cached and A opened last; A moved in the store to C; `cat B` through the mount

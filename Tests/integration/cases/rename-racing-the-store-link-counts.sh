@@ -6,7 +6,7 @@
 # The store's IN_MOVED_TO of the name was queued just before the mount's rename of it, and
 # was taken for that rename's echo: the watcher never looked at the counts, and under
 # -o writeback, where the kernel takes no attribute from the ctime the rename moved, the
-# other name showed 2 links for good (a coherence fuzzer, s26c-wb-142; 185 of 200 rounds
+# other name showed 2 links for good (a coherence fuzzer; 185 of 200 rounds
 # wrong with the build before). An echo now comes after the queue position its change
 # took before the system call (`EntryExpectation.after`).
 #
