@@ -94,6 +94,10 @@ let package = Package(
             ]
         ),
         .testTarget(
+            name: "FUSEBridgeTests",
+            dependencies: ["FUSEBridge"]
+        ),
+        .testTarget(
             name: "CFuseTapTests",
             dependencies: ["CFuseTap"]
         ),

@@ -1,4 +1,4 @@
-@testable import FileManagerCore
+@testable import FUSEBridge
 import Dispatch
 import Foundation
 import Synchronization

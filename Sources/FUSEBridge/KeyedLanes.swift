@@ -1,4 +1,4 @@
-import CLinux
+import FileManagerCore
 import Foundation
 import Glibc
 import Synchronization
@@ -21,8 +21,8 @@ import Synchronization
 /// semaphore, costing nothing): as many exist as keys were ever blocked at once, plus one.
 ///
 /// Sendable note: all state is behind `state`; the semaphores and group are thread-safe.
-public final class KeyedLanes<Key: Hashable & Sendable>: @unchecked Sendable {
-    public typealias Work = @Sendable () -> Void
+final class KeyedLanes<Key: Hashable & Sendable>: @unchecked Sendable {
+    typealias Work = @Sendable () -> Void
 
     struct State {
         /// Work not started yet, per key.
@@ -59,7 +59,7 @@ public final class KeyedLanes<Key: Hashable & Sendable>: @unchecked Sendable {
 
     /// `name`: the threads' prefix (their names are cut to the kernel's 15 bytes).
     /// `stuckAfter`: nanoseconds on one key after which a thread counts as blocked.
-    public init(name: String, maxWorkers: Int = 8, stuckAfter: UInt64 = 1_000_000) {
+    init(name: String, maxWorkers: Int = 8, stuckAfter: UInt64 = 1_000_000) {
         precondition(maxWorkers > 0)
         self.name = name
         self.maxWorkers = maxWorkers
@@ -67,7 +67,7 @@ public final class KeyedLanes<Key: Hashable & Sendable>: @unchecked Sendable {
     }
 
     /// Queues `work` behind the key's earlier work. Dropped once `stop` began.
-    public func add(_ key: Key, _ work: @escaping Work) {
+    func add(_ key: Key, _ work: @escaping Work) {
         let wake = state.withLock { s -> Wake in
             guard !s.stopping else { return .none }
             let becomesReady = s.pending[key] == nil && s.busy[key] == nil
@@ -98,14 +98,14 @@ public final class KeyedLanes<Key: Hashable & Sendable>: @unchecked Sendable {
     var workerCount: Int { state.withLock { $0.workers } }
 
     /// Whether the key has work queued or running.
-    public func hasWork(_ key: Key) -> Bool {
+    func hasWork(_ key: Key) -> Bool {
         state.withLock { $0.pending[key] != nil || $0.busy[key] != nil }
     }
 
     /// Runs `body` right after the key's work queued so far (and any added meanwhile) has
     /// run, and returns true; false when the key has none, or once `stop` began (the caller
     /// runs `body` itself). Never runs `body` before returning.
-    public func after(_ key: Key, _ body: @escaping Work) -> Bool {
+    func after(_ key: Key, _ body: @escaping Work) -> Bool {
         state.withLock { s in
             guard !s.stopping, s.pending[key] != nil || s.busy[key] != nil else { return false }
             s.waiting[key, default: []].append(body)
@@ -115,7 +115,7 @@ public final class KeyedLanes<Key: Hashable & Sendable>: @unchecked Sendable {
 
     /// Lets the threads finish the work queued (adding more is refused from now on) and
     /// waits for them; then runs what still waits (`after`).
-    public func stop() {
+    func stop() {
         let idle = state.withLock { s -> Int in
             s.stopping = true
             defer { s.idle = 0 }
@@ -252,19 +252,5 @@ struct FIFO<Element> {
             head = 0
         }
         return element
-    }
-}
-
-/// Threads of the daemon's own.
-public enum Threads {
-    /// Starts a thread and names it from inside (Foundation on Linux does not pass a name
-    /// given before `start` on to the system thread; a name longer than the kernel's 15
-    /// bytes it drops whole): cut to 15 bytes.
-    public static func start(named name: String, _ body: @escaping @Sendable () -> Void) {
-        let thread = Thread {
-            clinux_name_this_thread(name)
-            body()
-        }
-        thread.start()
     }
 }
