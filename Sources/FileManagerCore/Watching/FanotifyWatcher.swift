@@ -98,6 +98,7 @@ public final class FanotifyWatcher: StoreWatching, FileWatching, @unchecked Send
     /// The store is on ext2/3/4, whose file handles begin with the inode number.
     private let inodeLeadsHandle: Bool
     public var kind: String { "fanotify" }
+    public var summary: String { "fanotify (marking \(marking.rawValue), changes attributed by pid)" }
 
     /// Throws the errno of `fanotify_init` or `fanotify_mark` when fanotify cannot watch the
     /// store (not root: EPERM; a kernel without FID reporting: EINVAL; a file system

@@ -14,6 +14,8 @@ public protocol StoreWatching: AnyObject, Sendable {
     func readQueue()
     /// What watches the store, for `containerfs status` (`fanotify`).
     var kind: String { get }
+    /// What it is and how it watches, for the daemon's log.
+    var summary: String { get }
 }
 
 /// Hears of changes made to the store outside the mount, by mount-relative path.

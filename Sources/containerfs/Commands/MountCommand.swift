@@ -26,7 +26,7 @@ struct MountCommand: ParsableCommand {
             io_uring queues, one per CPU, served on the CPU that made them; Linux 6.14 or later with \
             /sys/module/fuse/parameters/enable_uring set to Y), watcher=fanotify|none (how the daemon hears changes \
             made in the store behind the mount; fanotify, the default, attributes each change to its process and needs \
-            a root daemon; where it cannot run, and with none, the mount has no watcher and uses short cache \
+            Linux 5.17 or later; where it cannot run, and with none, the mount has no watcher and uses short cache \
             timeouts). Generic fstab options (defaults, nofail, noauto, user, \
             _netdev, x-*) and relatime, strictatime, lazytime, diratime and their no- forms are accepted and ignored; mount flags (nosuid, nodev, noexec, noatime, sync, dirsync, ...) \
             and debug go to the kernel and libfuse. Any other option is refused.
@@ -195,6 +195,8 @@ struct MountCommand: ParsableCommand {
             let notifier = session.makeNotifier()
             if let notifier { volume.addObserver(notifier) }
             watcher?.start()
+            // Said once the mount serves: a mount refused before must print its reason alone.
+            Logger(label: "containerfs.watch").info("store watcher: \(watcher?.summary ?? "none (-o watcher=none); short cache timeouts")")
             control.start()
             expiry.start()
             // Live once the kernel has INIT's answer (requests wait for it), not before: libfuse
@@ -243,13 +245,10 @@ extension MountCommand {
         let logger = Logger(label: "containerfs.watch")
         switch kind {
         case .none:
-            logger.info("store watcher: none (-o watcher=none); short cache timeouts")
             return nil
         case .fanotify:
             do throws(Errno) {
-                let watcher = try FanotifyWatcher(volume: volume, listener: listener, logger: logger)
-                logger.info("store watcher: fanotify (marking \(watcher.marking.rawValue), changes attributed by pid)")
-                return watcher
+                return try FanotifyWatcher(volume: volume, listener: listener, logger: logger)
             } catch {
                 logger.warning("store watcher: fanotify cannot watch the store (\(error)); no watcher, the mount uses short cache timeouts")
                 return nil

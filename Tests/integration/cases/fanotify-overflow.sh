@@ -12,7 +12,7 @@ queue=$(cat /proc/sys/fs/fanotify/max_queued_events)
 ((queue < 40000)) || _skip "fs.fanotify.max_queued_events is $queue: 40,000 events do not overflow it"
 fs_mount
 log="$TEST_TMP/daemon.$_CFS_N.log"
-_assert_ok grep -q "marking each directory of the store" "$log"
+_assert_ok _wait_for 5 grep -q "marking each directory of the store" "$log"   # logged once the mount serves
 D=$(_mkcontainer com.example.overflow)/Documents
 SD=$TEST_STORE/containers/com.example.overflow/Documents
 echo one >"$SD/f"

@@ -108,7 +108,7 @@ check() { # STORE MNT MARKING
     local store=$1 mnt=$2 marking=$3 log C D SD out
     fs_mount_at "$store" "$mnt"
     log="$TEST_TMP/daemon.$_CFS_N.log"
-    _assert_ok grep -q "store watcher: fanotify (marking $marking" "$log"
+    _assert_ok _wait_for 5 grep -q "store watcher: fanotify (marking $marking" "$log"   # logged once the mount serves
     watcher_is "$mnt" fanotify
     C=$(_mkcontainer com.example.fanotify "$mnt")
     D=$C/Documents

@@ -7,7 +7,7 @@
 # kept without a watcher).
 . "$(dirname "$0")/../lib/common.sh"
 fs_mount -o watcher=none
-_assert_ok grep -q "store watcher: none" "$TEST_TMP/daemon.$_CFS_N.log"
+_assert_ok _wait_for 5 grep -q "store watcher: none" "$TEST_TMP/daemon.$_CFS_N.log"   # logged once the mount serves
 _assert_output "none" "$PY" -c 'import json, subprocess, sys
 print(json.loads(subprocess.run([sys.argv[1], "status", "--json", sys.argv[2]], capture_output=True, check=True).stdout)[0]["watcher"])' \
     "$CONTAINERFS" "$TEST_MNT"
