@@ -101,8 +101,10 @@ public final class FanotifyWatcher: StoreWatching, FileWatching, @unchecked Send
     public var summary: String { "fanotify (marking \(marking.rawValue), changes attributed by pid)" }
 
     /// Throws the errno of `fanotify_init` or `fanotify_mark` when fanotify cannot watch the
-    /// store (not root: EPERM; a kernel without FID reporting: EINVAL; a file system
-    /// without file handles: EOPNOTSUPP/ENODEV/EXDEV).
+    /// store (a kernel before 5.17: EINVAL; fanotify disabled: EPERM or EMFILE; a file
+    /// system without file handles: EOPNOTSUPP/ENODEV/EXDEV; the user's marks exhausted:
+    /// ENOSPC), or EPERM for a non-root daemon on a file system whose handles do not begin
+    /// with the inode number.
     public init(volume: Volume, listener: (any StoreChangeListener)? = nil,
                 logger: Logger = Logger(label: "containerfs.watch")) throws(Errno) {
         self.volume = volume
