@@ -112,7 +112,8 @@ public final class ItemTable: Sendable {
     }
 
     /// Notes what the kernel is about to be told of `item`: a non-directory with more than
-    /// one name counts towards `holdsLinkedFiles` until the kernel forgets it.
+    /// one name counts towards `holdsLinkedFiles` until the kernel forgets it, and a regular
+    /// file the store watcher asks for (`fileWatcher`) is handed to it once.
     @inline(__always)
     func noteLinks(_ item: Item, _ st: stat) {
         if st.st_mode & S_IFMT == S_IFREG, st.st_nlink > 1 || everyFileWatched.load(ordering: .relaxed),

@@ -94,6 +94,8 @@ public final class FanotifyWatcher: StoreWatching, FileWatching, @unchecked Send
     /// the watcher thread (a tree moved in may be large), and a request catching up waits
     /// for it (`catchUpHere`). `draining` held.
     private var unmarked: [(parent: UInt64, name: FilePath.Component, inode: UInt64?)] = []
+    /// The queue overflowed: the store is to be walked again (`draining` held).
+    private var rewalkDue = false
     private let debugEvents = getenv("CONTAINERFS_DEBUG_FANOTIFY") != nil
     /// The store is on ext2/3/4, whose file handles begin with the inode number.
     private let inodeLeadsHandle: Bool
@@ -180,11 +182,9 @@ public final class FanotifyWatcher: StoreWatching, FileWatching, @unchecked Send
         guard !walked.load(ordering: .acquiring) else { return }
         Threads.start(named: "cfs-fanotify-walk") { [self] in
             let started = MonotonicClock.now()
-            for (inode, root) in roots where running.load(ordering: .acquiring) {
-                // Late: the mount serves meanwhile, and what the kernel caches of a directory
-                // before its mark must go once it is marked.
-                if let fd = try? Syscall.openat(root.fd, ".", O_PATH | O_DIRECTORY) { markTree(fd, inode, late: true) }
-            }
+            // Late: the mount serves meanwhile, and what the kernel caches of a directory
+            // before its mark must go once it is marked.
+            walkRoots(late: true)
             let count = marked.withLock { $0.count }
             walked.store(true, ordering: .releasing)
             logger.info("fanotify watcher: \(count) directories marked in \((MonotonicClock.now() - started) / 1_000_000) ms")
@@ -247,7 +247,7 @@ public final class FanotifyWatcher: StoreWatching, FileWatching, @unchecked Send
             while handled < until, !drainOnce(inline: false) {}
             // Requests waiting for what this handled are let go by the watcher thread, and
             // new directories are marked there.
-            let done = unmarked.isEmpty
+            let done = unmarked.isEmpty && !rewalkDue
             if !done || waiters.withLock({ !$0.isEmpty }) { wake() }
             return done
         } ?? false
@@ -496,8 +496,8 @@ public final class FanotifyWatcher: StoreWatching, FileWatching, @unchecked Send
     /// The path in the store (`/containers/…`) of the directory a handle names.
     private func storePath(_ handle: UnsafeRawPointer) -> FilePath? {
         if marking == .directories {
-            guard let inode = inode(of: handle), let (top, components) = markedPath(inode) else { return nil }
-            return FilePath(root: "/", [FilePath.Component(top)!] + components)
+            guard let inode = inode(of: handle), let (root, components) = markedPath(inode) else { return nil }
+            return FilePath(root: "/", [FilePath.Component(root.name)!] + components)
         }
         let fd = clinux_open_handle(mountFD, handle)
         guard fd >= 0 else { return nil }
@@ -511,14 +511,14 @@ public final class FanotifyWatcher: StoreWatching, FileWatching, @unchecked Send
 
     // MARK: - Marking each directory
 
-    /// Where a marked directory is: its root's name and the names below it; nil if it is
-    /// not marked (or no longer in the store).
-    private func markedPath(_ inode: UInt64) -> (top: String, components: [FilePath.Component])? {
+    /// Where a marked directory is: its root and the names below it; nil if it is not
+    /// marked (or no longer in the store).
+    private func markedPath(_ inode: UInt64) -> (root: (fd: CInt, name: String), components: [FilePath.Component])? {
         var components: [FilePath.Component] = []
         var current = inode
         return marked.withLock { marked in
             while let entry = marked[current] {
-                guard let name = entry.name else { return roots[current].map { ($0.name, components.reversed()) } }
+                guard let name = entry.name else { return roots[current].map { ($0, components.reversed()) } }
                 components.append(name)
                 current = entry.parent
                 if components.count > 4096 { return nil }  // a cycle: never, but never loop
@@ -529,8 +529,8 @@ public final class FanotifyWatcher: StoreWatching, FileWatching, @unchecked Send
 
     /// Opens a marked directory (`O_PATH`), one name at a time and following no link.
     private func openMarked(_ inode: UInt64) -> CInt? {
-        guard let (top, components) = markedPath(inode), let root = roots.first(where: { $0.value.name == top }) else { return nil }
-        var fd = (try? Syscall.openat(root.value.fd, ".", O_PATH | O_DIRECTORY)) ?? -1
+        guard let (root, components) = markedPath(inode) else { return nil }
+        var fd = (try? Syscall.openat(root.fd, ".", O_PATH | O_DIRECTORY)) ?? -1
         for component in components where fd >= 0 {
             let next = component.withPlatformString { (try? Syscall.openat(fd, $0, O_PATH | O_DIRECTORY | O_NOFOLLOW)) ?? -1 }
             Syscall.close(fd)
@@ -624,9 +624,7 @@ public final class FanotifyWatcher: StoreWatching, FileWatching, @unchecked Send
         if event.mask & clinux_FAN_Q_OVERFLOW != 0 {
             // Directories made meanwhile went unheard: the whole store is walked again
             // (marked directories cost nothing more).
-            for (inode, root) in roots {
-                if let name = FilePath.Component(root.name) { unmarked.append((0, name, inode)) }
-            }
+            rewalkDue = true
             return
         }
         guard event.mask & clinux_FAN_ONDIR != 0 else { return }
@@ -645,31 +643,28 @@ public final class FanotifyWatcher: StoreWatching, FileWatching, @unchecked Send
             let name = event.new_name.flatMap { FilePath.Component(platformString: $0) }
             // Moved within the store or into it: walked (again), since directories made in it
             // meanwhile may have been lost with the path they were made under.
-            let into = marked.withLock { marked -> Bool in
-                guard let to, marked[to] != nil, name != nil else {
-                    marked[object] = nil
-                    return false
-                }
-                marked[object] = nil
-                return true
-            }
-            if into, let to, let name { unmarked.append((to, name, object)) }
+            _ = marked.withLock { $0.removeValue(forKey: object) }
+            if let to, let name, marked.withLock({ $0[to] != nil }) { unmarked.append((to, name, object)) }
+        }
+    }
+
+    /// Marks every directory of the store (`markTree` from each root).
+    private func walkRoots(late: Bool) {
+        for (inode, root) in roots where running.load(ordering: .acquiring) {
+            if let fd = try? Syscall.openat(root.fd, ".", O_PATH | O_DIRECTORY) { markTree(fd, inode, late: late) }
         }
     }
 
     /// Marks the directories `followDirectories` found made or moved in, with everything
     /// below them; `draining` held, on the watcher thread.
     private func markNewDirectories() {
+        if rewalkDue {
+            rewalkDue = false
+            // An overflow invalidated everything already; directories not marked before are late.
+            walkRoots(late: false)
+        }
         while !unmarked.isEmpty {
             let (parent, name, inode) = unmarked.removeFirst()
-            if parent == 0 {
-                // A root, walked again after an overflow, which invalidated everything already;
-                // directories not marked before are late.
-                if let inode, let root = roots[inode], let fd = try? Syscall.openat(root.fd, ".", O_PATH | O_DIRECTORY) {
-                    markTree(fd, inode, late: false)
-                }
-                continue
-            }
             guard let dirFD = openMarked(parent) else { continue }
             let fd = name.withPlatformString { (try? Syscall.openat(dirFD, $0, O_PATH | O_DIRECTORY | O_NOFOLLOW)) ?? -1 }
             Syscall.close(dirFD)
