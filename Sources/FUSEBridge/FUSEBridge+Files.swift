@@ -37,7 +37,7 @@ extension FUSEBridge {
         // watcher that hears every change, the kernel's entries live for the short
         // timeouts, and every open looks at its name.
         let answered = staleOpens.take(caller.pid)
-        if volume.wasReplacedInStore(item, everyTime: !isCoherent) || volume.mayBeReachedThroughOldName(item),
+        if volume.wasReplacedInStore(item, everyTime: !isCoherent) || mayBeReachedThroughOldName(item),
            let (parent, name) = item.placement, answered?.isRetry(of: item, parent, name) != true {
             staleOpens.answered(caller.pid, item: item, parent: parent, name: name)
             return reply.fail(Errno.staleNFSFileHandle)
@@ -55,7 +55,7 @@ extension FUSEBridge {
         }) { [self, info] reply, _ in
             var info = info
             do {
-                let file = try volume.open(item, flags: flags, caller: caller)
+                let file = try volume.open(item, flags: flags, caller: caller, uncached: kernelMayHoldOldState(item))
                 info.fh = FUSEBridge.retain(file)
                 let backing = handleMode(&info, file, keepsPages: keepsPages)
                 // An open that found the content moved (this one, or another just before it)
@@ -89,7 +89,8 @@ extension FUSEBridge {
     /// (`getlk`/`setlk`) would need FLUSH back: it is the only release of a remote lock.
     private func handleMode(_ info: inout fuse_file_info, _ file: OpenFile, keepsPages: Bool = true) -> CInt? {
         cfuse_fi_set_noflush(&info, 1)
-        if let backing = passthrough?.backingID(for: file) { return backing }
+        if let passthrough, let node = nodes.node(file.item.inode),
+           let backing = passthrough.backingID(for: file, of: node) { return backing }
         if file.direct || file.uncached { cfuse_fi_set_direct_io(&info, 1) }
         else if keepsPages && isCoherent { cfuse_fi_set_keep_cache(&info, 1) }
         return nil
@@ -113,14 +114,16 @@ extension FUSEBridge {
         let info = fi.pointee
         coordinate(reply, RequestNames(name), { creating(name, in: dir) }) { [self, info] reply, names in
             var info = info
+            let epoch = volume.outsideChangeEpoch
             do {
                 let (item, st, file) = try volume.create(dir, names.first, mode: mode, flags: info.flags, caller: caller)
+                nodes.add(item, madeAt: epoch)
                 info.fh = FUSEBridge.retain(file)
                 let backing = handleMode(&info, file)
                 if !reply.create(item.inode, st, timeouts: timeouts, &info, passthrough: backing) {
                     // The caller is gone (interrupted): no RELEASE or FORGET will come.
                     FUSEBridge.releaseHandle(info.fh, as: OpenFile.self)
-                    volume.items.forget(item.inode, count: 1)
+                    nodes.forget(item.inode, count: 1)
                 }
             } catch {
                 reply.fail(error)
@@ -205,7 +208,7 @@ extension FUSEBridge {
         if let fi {
             let item = FUSEBridge.file(fi)?.item
             FUSEBridge.releaseHandle(fi.pointee.fh, as: OpenFile.self)
-            if let item { volume.handleReleased(item) }
+            if let item { handleReleased(item) }
         }
         reply.ok()
     }
@@ -265,7 +268,8 @@ extension FUSEBridge {
     /// caches what it lists (`cache_readdir`) and may list again from that cache
     /// (`keep_cache`) while the daemon can vouch for it (`ListingCache`, DESIGN.md 34).
     func opendir(_ reply: consuming Reply, _ ino: fuse_ino_t, _ fi: UnsafeMutablePointer<fuse_file_info>) {
-        guard let item = node(ino) else { return reply.fail(Errno.noSuchFileOrDirectory) }
+        guard let node = nodes.node(UInt64(ino)) else { return reply.fail(Errno.noSuchFileOrDirectory) }
+        let item = node.item
         let info = fi.pointee
         // As for pages (`open`): coherent both when it caught up and at its answer.
         let coherent = isCoherent
@@ -275,20 +279,28 @@ extension FUSEBridge {
             }) { [self, info] reply, _ in
                 var info = info
                 do {
-                    let maxAge = coherent && isCoherent ? FUSEBridge.nanoseconds(timeouts.attributes) : nil
-                    let handle = try volume.openDirectory(item, listingMaxAge: maxAge)
-                    if handle.cachesListing {
+                    // Counted before the core takes the root's entries (`Volume.openDirectory`):
+                    // a change counted after makes this handle a stale feeder, and one counted
+                    // before is in them.
+                    let listing = coherent && isCoherent
+                        ? nodes.openedListing(node, maxAge: FUSEBridge.nanoseconds(timeouts.attributes)) : nil
+                    let directory = OpenDirectory(try volume.openDirectory(item), node: node, listing: listing)
+                    if directory.cachesListing {
                         cfuse_fi_set_cache_readdir(&info, 1)
                         cfuse_fi_set_keep_cache(&info, 1)
                     }
-                    info.fh = FUSEBridge.retain(handle)
+                    info.fh = FUSEBridge.retain(directory)
                     let answer: @Sendable (consuming Reply) -> Void = { [info] reply in
                         var info = info
-                        if !reply.open(&info) { FUSEBridge.releaseHandle(info.fh, as: DirectoryHandle.self) }
+                        if !reply.open(&info) { FUSEBridge.releaseHandle(info.fh, as: OpenDirectory.self) }
                     }
-                    guard handle.startsListingAfresh else { return answer(reply) }
+                    guard directory.startsListingAfresh else { return answer(reply) }
+                    // Its pages go with the directory's invalidation.
                     let parked = ParkedRequest(reply)
-                    volume.droppingCachedListing(of: handle) { answer(parked.take()) }
+                    volume.afterInvalidating(item) {
+                        node.listing.withLock { $0.dropped() }
+                        answer(parked.take())
+                    }
                 } catch {
                     reply.fail(error)
                 }
@@ -302,24 +314,25 @@ extension FUSEBridge {
     }
 
     func releasedir(_ reply: consuming Reply, _ fi: UnsafeMutablePointer<fuse_file_info>?) {
-        if let fi { FUSEBridge.releaseHandle(fi.pointee.fh, as: DirectoryHandle.self) }
+        if let fi { FUSEBridge.releaseHandle(fi.pointee.fh, as: OpenDirectory.self) }
         reply.ok()
     }
 
     func fsyncdir(_ reply: consuming Reply, _ dataOnly: Bool, _ fi: UnsafeMutablePointer<fuse_file_info>?) {
-        guard let dir = FUSEBridge.directory(fi) else { return reply.fail(Errno.badFileDescriptor) }
+        guard let dir = FUSEBridge.directory(fi)?.handle else { return reply.fail(Errno.badFileDescriptor) }
         do { try volume.syncDirectory(dir, dataOnly: dataOnly); reply.ok() } catch { reply.fail(error) }
     }
 
     /// READDIR / READDIRPLUS: fills at most `size` bytes from the cookie `offset`. With
-    /// `plus`, each entry (but `.` and `..`) is looked up, adding a kernel reference, which is
-    /// handed back when the entry does not fit; an entry that vanished meanwhile is skipped.
+    /// `plus`, each entry (but `.` and `..`) is looked up, and counted as a kernel reference
+    /// once it fits; an entry that vanished meanwhile is skipped.
     func readdir(_ reply: consuming Reply, _ size: Int, _ offset: off_t, _ fi: UnsafeMutablePointer<fuse_file_info>?, plus: Bool) {
-        guard let dir = FUSEBridge.directory(fi) else { return reply.fail(Errno.badFileDescriptor) }
+        guard let dir = FUSEBridge.directory(fi)?.handle else { return reply.fail(Errno.badFileDescriptor) }
         let buffer = UnsafeMutableRawPointer.allocate(byteCount: max(size, 1), alignment: 8)
         defer { buffer.deallocate() }
         var used = 0
         let request = reply.request
+        let epoch = volume.outsideChangeEpoch
         do {
             try volume.readDirectory(dir, from: Int64(offset)) { entry in
                 let remaining = size - used
@@ -327,14 +340,14 @@ extension FUSEBridge {
                 var entrySize: Int
                 if plus {
                     var e = fuse_entry_param()
-                    var looked: UInt64 = 0
+                    var looked: Item?
                     if entry.isDotOrDotDot {
                         e.attr.st_ino = ino_t(entry.inode)
                         e.attr.st_mode = mode_t(entry.type) << 12
                     } else {
                         do {
                             let (item, st) = try volume.lookup(dir.item, entry.name)
-                            looked = item.inode
+                            looked = item
                             e.ino = fuse_ino_t(item.inode)
                             e.attr = st
                             e.attr_timeout = timeouts.attributes
@@ -349,10 +362,8 @@ extension FUSEBridge {
                         }
                     }
                     entrySize = fuse_add_direntry_plus(request, out, remaining, entry.name, &e, off_t(entry.nextOffset))
-                    if entrySize > remaining {
-                        if looked != 0 { volume.items.forget(looked, count: 1) }
-                        return false
-                    }
+                    if entrySize > remaining { return false }
+                    if let looked { gaveName(entry.name, in: dir.item, to: looked, isNew: nodes.add(looked, madeAt: epoch).isNew) }
                 } else {
                     var st = stat()
                     st.st_ino = ino_t(entry.inode)

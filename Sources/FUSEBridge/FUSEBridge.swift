@@ -12,13 +12,19 @@ import SystemPackage
 /// Node ids are the core's item numbers (the backing store's inode numbers; 1 is the
 /// virtual root), so `st_ino`, `d_ino` and the node id agree (DESIGN.md, decision 4).
 ///
-/// File handles (`fi->fh`) carry a retained `OpenFile` / `DirectoryHandle` pointer, taken at
+/// File handles (`fi->fh`) carry a retained `OpenFile` / `OpenDirectory` pointer, taken at
 /// open and released at release: the kernel hands back only what we gave it, and a pointer
 /// costs no table lookup on every read and write.
 ///
-/// Sendable note: all state is immutable or lives in the thread-safe `Volume`.
+/// What the kernel holds of the core's items (lookup counts, cached listings, old names and
+/// inodes) is the bridge's, in its `NodeTable` (DESIGN.md 61).
+///
+/// Sendable note: all state is immutable or lives in thread-safe types (`Volume`,
+/// `NodeTable`).
 public final class FUSEBridge: @unchecked Sendable {
     public let volume: Volume
+    /// The items the kernel holds, with its lookup counts.
+    let nodes = NodeTable()
     /// What the kernel may cache while the store watcher sees every change...
     let coherentTimeouts: CacheTimeouts
     /// ...and what it may cache once it does not (watch limit reached): short, like an
@@ -43,6 +49,8 @@ public final class FUSEBridge: @unchecked Sendable {
         self.coherentTimeouts = timeouts
         self.fallbackTimeouts = fallbackTimeouts
         self.watcher = watcher
+        nodes.addPermanent(volume.root)
+        volume.addObserver(nodes)
     }
 
     /// Whether the kernel may keep cached data and long-lived entries: only while every
@@ -56,7 +64,15 @@ public final class FUSEBridge: @unchecked Sendable {
     // MARK: - Node and handle recovery
 
     @inline(__always)
-    func node(_ ino: fuse_ino_t) -> Item? { volume.item(UInt64(ino)) }
+    func node(_ ino: fuse_ino_t) -> Item? { nodes.item(UInt64(ino)) }
+
+    /// Answers with the entry of `item`, counted as a kernel reference first (a FORGET may
+    /// follow the answer at once). `epoch`: `Volume.outsideChangeEpoch` read before the
+    /// request found or made the item.
+    func answer(_ reply: consuming Reply, entry item: Item, _ st: stat, since epoch: UInt64) {
+        nodes.add(item, madeAt: epoch)
+        reply.entry(item.inode, st, timeouts: timeouts)
+    }
 
     @inline(__always)
     static func file(_ fi: UnsafeMutablePointer<fuse_file_info>?) -> OpenFile? {
@@ -65,9 +81,9 @@ public final class FUSEBridge: @unchecked Sendable {
     }
 
     @inline(__always)
-    static func directory(_ fi: UnsafeMutablePointer<fuse_file_info>?) -> DirectoryHandle? {
+    static func directory(_ fi: UnsafeMutablePointer<fuse_file_info>?) -> OpenDirectory? {
         guard let fi, fi.pointee.fh != 0, let raw = UnsafeRawPointer(bitPattern: UInt(fi.pointee.fh)) else { return nil }
-        return Unmanaged<DirectoryHandle>.fromOpaque(raw).takeUnretainedValue()
+        return Unmanaged<OpenDirectory>.fromOpaque(raw).takeUnretainedValue()
     }
 
     static func retain(_ object: AnyObject) -> UInt64 {
@@ -130,7 +146,7 @@ public final class FUSEBridge: @unchecked Sendable {
 
     /// DESTROY (unmount): the kernel forgets every node at once.
     func destroy() {
-        volume.items.removeAll()
+        nodes.removeAll()
     }
 
     // MARK: - Names
@@ -139,9 +155,11 @@ public final class FUSEBridge: @unchecked Sendable {
     /// It may be the fresh walk of an open answered ESTALE, which the retry follows (`StaleOpens`).
     func lookup(_ reply: consuming Reply, _ parent: fuse_ino_t, _ name: UnsafePointer<CChar>) {
         guard let dir = node(parent) else { return reply.fail(Errno.noSuchFileOrDirectory) }
+        let epoch = volume.outsideChangeEpoch
         do {
             let (item, st) = try volume.lookup(dir, name)
             staleOpens.lookedUp(reply.caller.pid, parent: dir.inode, name: name, found: item)
+            gaveName(name, in: dir, to: item, isNew: nodes.add(item, madeAt: epoch).isNew)
             reply.entry(item.inode, st, timeouts: timeouts)
         } catch {
             staleOpens.lookedUp(reply.caller.pid, parent: dir.inode, name: name, found: nil)
@@ -152,13 +170,13 @@ public final class FUSEBridge: @unchecked Sendable {
 
     /// FORGET: drops `count` kernel references; the item (and its descriptor) goes at zero.
     func forget(_ reply: consuming Reply, _ ino: fuse_ino_t, _ count: UInt64) {
-        volume.items.forget(UInt64(ino), count: count)
+        nodes.forget(UInt64(ino), count: count)
         reply.none()
     }
 
     func forgetMany(_ reply: consuming Reply, _ count: Int, _ list: UnsafeMutablePointer<fuse_forget_data>?) {
         if let list {
-            for i in 0..<count { volume.items.forget(UInt64(list[i].ino), count: list[i].nlookup) }
+            for i in 0..<count { nodes.forget(UInt64(list[i].ino), count: list[i].nlookup) }
         }
         reply.none()
     }
@@ -241,9 +259,10 @@ public final class FUSEBridge: @unchecked Sendable {
         if refusesBeforeWaiting(dir) { return reply.fail(Errno.readOnlyFileSystem) }
         let caller = reply.caller
         coordinate(reply, RequestNames(name), { creating(name, in: dir) }) { [self] reply, names in
+            let epoch = volume.outsideChangeEpoch
             do {
                 let (item, st) = try volume.mknod(dir, names.first, mode: mode, device: rdev, caller: caller)
-                reply.entry(item.inode, st, timeouts: timeouts)
+                answer(reply, entry: item, st, since: epoch)
             } catch {
                 reply.fail(error)
             }
@@ -255,9 +274,10 @@ public final class FUSEBridge: @unchecked Sendable {
         if refusesBeforeWaiting(dir) { return reply.fail(Errno.readOnlyFileSystem) }
         let caller = reply.caller
         coordinate(reply, RequestNames(name), { creating(name, in: dir) }) { [self] reply, names in
+            let epoch = volume.outsideChangeEpoch
             do {
                 let (item, st) = try volume.mkdir(dir, names.first, mode: mode, caller: caller)
-                reply.entry(item.inode, st, timeouts: timeouts)
+                answer(reply, entry: item, st, since: epoch)
             } catch {
                 reply.fail(error)
             }
@@ -269,9 +289,10 @@ public final class FUSEBridge: @unchecked Sendable {
         if refusesBeforeWaiting(dir) { return reply.fail(Errno.readOnlyFileSystem) }
         let caller = reply.caller
         coordinate(reply, RequestNames(name, target), { creating(name, in: dir) }) { [self] reply, names in
+            let epoch = volume.outsideChangeEpoch
             do {
                 let (item, st) = try volume.symlink(names.second, dir, names.first, caller: caller)
-                reply.entry(item.inode, st, timeouts: timeouts)
+                answer(reply, entry: item, st, since: epoch)
             } catch {
                 reply.fail(error)
             }
@@ -282,9 +303,10 @@ public final class FUSEBridge: @unchecked Sendable {
         guard let item = node(ino), let dir = node(newParent) else { return reply.fail(Errno.noSuchFileOrDirectory) }
         if refusesBeforeWaiting(dir) { return reply.fail(Errno.readOnlyFileSystem) }
         coordinate(reply, RequestNames(newName), { creating(newName, in: dir) }) { [self] reply, names in
+            let epoch = volume.outsideChangeEpoch
             do {
                 let (linked, st) = try volume.link(item, dir, names.first)
-                reply.entry(linked.inode, st, timeouts: timeouts)
+                answer(reply, entry: linked, st, since: epoch)
             } catch {
                 reply.fail(error)
             }

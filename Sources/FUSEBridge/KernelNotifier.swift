@@ -43,9 +43,8 @@ public final class KernelNotifier: VolumeObserver, @unchecked Sendable {
     }
 
     private let session: OpaquePointer
-    /// Only items the kernel holds are worth a notification (others answer ENOENT).
-    private let volume: Volume
-    /// Where the kernel's protocol version is learnt (INIT).
+    /// Where the kernel's protocol version is learnt (INIT), and which items the kernel
+    /// holds: only those are worth a notification (others answer ENOENT).
     private let bridge: FUSEBridge
     /// Set when the kernel refused FUSE_NOTIFY_PRUNE after all.
     private let pruneRefused = Atomic<Bool>(false)
@@ -65,7 +64,6 @@ public final class KernelNotifier: VolumeObserver, @unchecked Sendable {
 
     init(session: OpaquePointer, bridge: FUSEBridge) {
         self.session = session
-        self.volume = bridge.volume
         self.bridge = bridge
         Threads.start(named: "cfs-inval-retry") { [self] in retryLoop() }
     }
@@ -80,7 +78,7 @@ public final class KernelNotifier: VolumeObserver, @unchecked Sendable {
     }
 
     public func entryChanged(parent: UInt64, name: FilePath.Component) {
-        guard volume.item(parent) != nil else { return }
+        guard bridge.nodes.item(parent) != nil else { return }
         lanes.add(.entries(of: parent)) { [self] in invalidateEntry(parent: parent, name: name) }
     }
 
@@ -90,7 +88,7 @@ public final class KernelNotifier: VolumeObserver, @unchecked Sendable {
     // 7.38) makes the kernel look the name up again at its next use, which is all a
     // negative entry needs. libfuse 3.14 cannot set the flag; the tap writes the message.
     public func entryMayHaveAppeared(parent: UInt64, name: FilePath.Component) {
-        guard volume.item(parent) != nil else { return }
+        guard bridge.nodes.item(parent) != nil else { return }
         lanes.add(.entries(of: parent)) { [self] in
             guard bridge.kernelMinor.load(ordering: .acquiring) >= 38, !sessionEnded else {
                 return invalidateEntry(parent: parent, name: name)
@@ -102,24 +100,27 @@ public final class KernelNotifier: VolumeObserver, @unchecked Sendable {
         }
     }
 
-    public func entryLeadsToOldState(parent: UInt64, name: FilePath.Component) {
-        entryChanged(parent: parent, name: name)
-    }
-
-    public func entryLeftBehind(parent: UInt64, name: FilePath.Component, then: @escaping @Sendable () -> Void) -> Bool {
-        guard volume.item(parent) != nil else { return false }
+    /// Counted on the item's node until the kernel dropped the entry, and for
+    /// `NodeTable.Node.oldNameGrace` after (`FUSEBridge.mayBeReachedThroughOldName`).
+    public func nameLeftBehind(_ inode: UInt64, parent: UInt64, name: FilePath.Component) {
+        guard bridge.nodes.item(parent) != nil else { return }
+        let node = bridge.nodes.node(inode)
+        node?.oldNamesInKernel.add(1, ordering: .releasing)
         lanes.add(.entries(of: parent)) { [self] in
             invalidateEntry(parent: parent, name: name)
-            then()
+            node?.oldNameGraceUntil.max(MonotonicClock.now() + NodeTable.Node.oldNameGrace, ordering: .relaxed)
+            node?.oldNamesInKernel.subtract(1, ordering: .releasing)
         }
-        return true
     }
 
+    /// Under writeback, a file whose kernel inode now predates the change is also let go
+    /// of (`letGoOfOldState`).
     public func itemChanged(_ inode: UInt64) {
-        guard volume.item(inode) != nil else { return }
+        guard let item = bridge.nodes.item(inode) else { return }
         lanes.add(.item(inode)) { [self] in
             if invalidateInode(inode) { retries.withLock { $0[inode] = nil } } else { retryLater(inode) }
         }
+        if bridge.kernelMayHoldOldState(item) { letGoOfOldState(inode) }
     }
 
     // An OPEN waits only for its own item's lane: not for entry invalidations, which may
@@ -145,17 +146,20 @@ public final class KernelNotifier: VolumeObserver, @unchecked Sendable {
         lanes.add(.prune) { [self] in prune(inodes) }
     }
 
-    /// A prune leaves an entry in use at that moment (a `stat` under way), and with it the
-    /// stale inode: it is sent again after 1, 2, 4 … 128 ms while the daemon still holds
-    /// the item in that state (one held open stays so until its last close, which
-    /// `Volume.handleReleased` covers).
-    public func letGoOfOldState(_ inode: UInt64) {
+    /// Under writeback: the kernel is asked to let go of the regular file's inode, which
+    /// predates an edit made in the store, by every unused entry of it (a hard link's other
+    /// names, names the store gave the file, which the daemon does not know the kernel
+    /// holds). A prune leaves an entry in use at that moment (a `stat` under way), and with
+    /// it the stale inode: it is sent again after 1, 2, 4 … 128 ms while the kernel's inode
+    /// is still that old (one held open stays so until its last close, which
+    /// `FUSEBridge.handleReleased` covers).
+    private func letGoOfOldState(_ inode: UInt64) {
         guard canLetGo else { return }
         lanes.add(.prune) { [self] in pruneOldState(inode, tries: 0) }
     }
 
     private func pruneOldState(_ inode: UInt64, tries: Int) {
-        guard let item = volume.item(inode), volume.kernelMayHoldOldState(item) else { return }
+        guard let item = bridge.nodes.item(inode), bridge.kernelMayHoldOldState(item) else { return }
         prune([inode])
         guard tries < 8 else { return }
         DispatchQueue.global().asyncAfter(deadline: .now() + .nanoseconds(Self.firstRetryNanoseconds << tries)) { [self] in
@@ -192,7 +196,7 @@ public final class KernelNotifier: VolumeObserver, @unchecked Sendable {
     private func invalidateInode(_ inode: UInt64) -> Bool {
         guard !sessionEnded else { return true }
         let rc = fuse_lowlevel_notify_inval_inode(session, fuse_ino_t(inode), 0, 0)
-        return rc != -ENOENT || volume.item(inode) == nil
+        return rc != -ENOENT || bridge.nodes.item(inode) == nil
     }
 
     /// Once the session ended there is nobody to tell; it is unmounted right after, which

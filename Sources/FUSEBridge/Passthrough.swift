@@ -12,10 +12,11 @@ import SystemPackage
 /// The kernel passes a handle's I/O to a *backing file* registered on the session's
 /// `/dev/fuse` descriptor. It insists that every handle of an inode open at one time is of
 /// one kind — all passed through, to the same registration, or all through the daemon —
-/// and fails an open that breaks the rule with EIO. So each item keeps (`Item.attachment`)
-/// its registration, made at its first passed-through open (the item's `O_PATH` descriptor
-/// is enough: the kernel opens its own file from that path with each caller's open flags
-/// and the daemon's credentials less CAP_FSETID) and given back when the kernel forgets the item, and the
+/// and fails an open that breaks the rule with EIO. So each node keeps
+/// (`NodeTable.Node.passthrough`) its registration, made at its first passed-through open
+/// (the item's `O_PATH` descriptor is enough: the kernel opens its own file from that path
+/// with each caller's open flags and the daemon's credentials less CAP_FSETID) and given
+/// back when the kernel forgets the node (with its last open handle), and the
 /// number of handles of each kind it has open; a new handle takes the kind already open.
 /// Our counts drop at RELEASE, after the kernel's, so they never claim less than it holds.
 ///
@@ -47,12 +48,12 @@ final class Passthrough: Sendable {
     /// `direct_io` open of an inode with passed-through handles): the caller's own buffers
     /// then meet the store's file system, with its alignment rules, as they would without
     /// the mount.
-    func backingID(for file: OpenFile) -> CInt? {
+    func backingID(for file: OpenFile, of node: NodeTable.Node) -> CInt? {
         let item = file.item
         guard item.isRegularFile, !file.throughDaemonOnly else { return nil }
-        let (kinds, backing) = item.attachment.withLock { attachment -> (Kinds, CInt?) in
+        let (kinds, backing) = node.passthrough.withLock { slot -> (Kinds, CInt?) in
             let kinds: Kinds
-            if let existing = attachment as? Kinds { kinds = existing } else { kinds = Kinds(); attachment = kinds }
+            if let existing = slot { kinds = existing } else { kinds = Kinds(); slot = kinds }
             return (kinds, kinds.choose(self, item, file.fd))
         }
         file.attachment.withLock { $0 = Handle(kinds: kinds, passedThrough: backing != nil) }
@@ -104,9 +105,9 @@ final class Passthrough: Sendable {
         }
     }
 
-    /// Per item: its registration and its open handles of each kind. Guarded by the item's
-    /// `attachment` lock (`choose`) and its own (`handleClosed`, from a handle's last release).
-    private final class Kinds: @unchecked Sendable {
+    /// Per node: its registration and its open handles of each kind. Guarded by the node's
+    /// `passthrough` lock (`choose`) and its own (`handleClosed`, from a handle's last release).
+    final class Kinds: @unchecked Sendable {
         private var backing: CInt = 0
         private let open = Mutex<(passedThrough: Int, throughDaemon: Int)>((0, 0))
         private weak var passthrough: Passthrough?

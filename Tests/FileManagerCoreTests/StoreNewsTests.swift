@@ -17,7 +17,6 @@ struct StoreNewsTests {
             var queued: [(inode: UInt64?, what: String)] = []
             var told: [String] = []
             var waiting: [@Sendable () -> Void] = []
-            var droppedEntries: [@Sendable () -> Void] = []
         }
         let state = Mutex(State())
 
@@ -25,9 +24,8 @@ struct StoreNewsTests {
         func itemChanged(_ inode: UInt64) { state.withLock { $0.queued.append((inode, "item \(inode)")) } }
         func entryChangedOutside(parent: UInt64, name: FilePath.Component) { state.withLock { $0.told.append("inline entry \(name)") } }
         func itemChangedOutside(_ inode: UInt64) { state.withLock { $0.told.append("inline item \(inode)") } }
-        func entryLeftBehind(parent: UInt64, name: FilePath.Component, then: @escaping @Sendable () -> Void) -> Bool {
-            state.withLock { $0.queued.append((nil, "left \(name)")); $0.droppedEntries.append(then) }
-            return true
+        func nameLeftBehind(_ inode: UInt64, parent: UInt64, name: FilePath.Component) {
+            state.withLock { $0.queued.append((nil, "left \(name)")) }
         }
         func hasPendingChanges(for inode: UInt64) -> Bool { state.withLock { $0.queued.contains { $0.inode == inode } } }
         func afterPendingChanges(for inode: UInt64, _ body: @escaping @Sendable () -> Void) -> Bool {
@@ -41,8 +39,8 @@ struct StoreNewsTests {
         /// Acts on everything queued, then lets the waiting go; returns what it acted on.
         func flush() -> [String] {
             let (acted, waiting) = state.withLock { s in
-                defer { s.told += s.queued.map(\.what); s.queued = []; s.waiting = []; s.droppedEntries = [] }
-                return (s.queued.map(\.what), s.waiting + s.droppedEntries)
+                defer { s.told += s.queued.map(\.what); s.queued = []; s.waiting = [] }
+                return (s.queued.map(\.what), s.waiting)
             }
             waiting.forEach { $0() }
             return acted
@@ -99,22 +97,23 @@ struct StoreNewsTests {
     /// the state after the edit (DESIGN.md 14, `OutsideItemChanges`).
     @Test func aLookUpOvertakenByTheWatcherReadsTheStateAgain() throws {
         let f = try Fixture()
-        let (g, _) = try withName("g") { [f] in
+        let inode = try withName("g") { [f] in
             _ = FileManager.default.createFile(atPath: f.documentsPath + "/g", contents: Data("old".utf8))
-            return try f.volume.lookup(f.documents, $0)
+            return try f.volume.lookup(f.documents, $0).0.inode   // and the kernel let g go
         }
-        f.volume.items.forget(g.inode, count: 1)             // the kernel let g go
         let since = f.volume.outsideItemChanges.sequence.load(ordering: .acquiring)  // a look-up begins...
-        let before = try Syscall.fstat(g.fd)                 // ...and reads g's state
+        var before = stat()
+        #expect(stat(f.documentsPath + "/g", &before) == 0)  // ...and reads g's state
         overwrite(f.documentsPath + "/g", "edited in the store")
-        f.volume.outsideItemChanges.note(g.inode)            // the watcher handles the edit first
-        #expect(f.volume.item(g.inode) == nil)
-        let answered = try f.volume.current(before, of: g, since: since)
+        f.volume.outsideItemChanges.note(inode)              // the watcher handles the edit first
+        #expect(f.volume.item(inode) == nil)
+        let (made, _) = try withName("g") { try f.volume.lookup(f.documents, $0) }  // the look-up makes its item
+        let answered = try f.volume.current(before, of: made, since: since)
         #expect(before.st_size == 3)
         #expect(answered.st_size == 19)
         // A look-up that began after the edit was handled keeps what it read.
         let later = f.volume.outsideItemChanges.sequence.load(ordering: .acquiring)
-        #expect(try f.volume.current(before, of: g, since: later).st_size == 3)
+        #expect(try f.volume.current(before, of: made, since: later).st_size == 3)
     }
 
     @Test func aNameReplacedInTheStoreIsSeenUntilLookedUpAgain() throws {
@@ -165,11 +164,7 @@ struct StoreNewsTests {
         try linked(f)
         replaceInStore(f, "h")                               // f still leads to the file
         #expect(f.volume.wasReplacedInStore(f.file))         // the open may have come through h
-        #expect(f.volume.mayBeReachedThroughOldName(f.file)) // until the kernel dropped h
-        #expect(f.observer.flush().contains("left h"))
-        #expect(f.volume.mayBeReachedThroughOldName(f.file)) // an OPEN sent before may be on its way
-        usleep(200_000)                                      // Volume.oldNameGrace
-        #expect(!f.volume.mayBeReachedThroughOldName(f.file))
+        #expect(f.observer.flush().contains("left h"))       // h goes from the kernel
         #expect(!f.volume.wasReplacedInStore(f.file))        // h is no longer its name
     }
 
@@ -237,10 +232,29 @@ struct StoreNewsTests {
     @Test func onlyFilesWithSeveralNamesAreCountedWhileHeld() throws {
         let f = try Fixture()
         #expect(!f.volume.items.holdsLinkedFiles)
-        try linked(f)
-        #expect(f.volume.items.holdsLinkedFiles)
-        f.volume.items.forget(f.file.inode, count: 2)        // the look-up's and the link's
-        #expect(!f.volume.items.holdsLinkedFiles)
+        _ = FileManager.default.createFile(atPath: f.documentsPath + "/g", contents: Data())
+        try {
+            let (g, _) = try withName("g") { try f.volume.lookup(f.documents, $0) }
+            let (linked, _) = try withName("g2") { try f.volume.link(g, f.documents, $0) }
+            #expect(linked === g)
+            #expect(f.volume.items.holdsLinkedFiles)
+        }()
+        #expect(!f.volume.items.holdsLinkedFiles)           // the kernel forgot it
+    }
+
+    /// The table holds no item: one item per inode for as long as something holds it (the
+    /// bridge's node table, a handle, a request), gone with the last holder.
+    @Test func anItemLeavesTheTableWithItsLastHolder() throws {
+        let f = try Fixture()
+        _ = FileManager.default.createFile(atPath: f.documentsPath + "/g", contents: Data())
+        var g: Item? = try withName("g") { try f.volume.lookup(f.documents, $0) }.0
+        let inode = try #require(g?.inode)
+        #expect(try withName("g") { try f.volume.lookup(f.documents, $0) }.0 === g)
+        #expect(f.volume.items.allInodes().contains(inode))
+        g = nil
+        #expect(f.volume.item(inode) == nil)
+        #expect(!f.volume.items.allInodes().contains(inode))
+        #expect(f.volume.item(f.file.inode) === f.file)
     }
 
     // MARK: - Renames of stale entries (Volume.rename)

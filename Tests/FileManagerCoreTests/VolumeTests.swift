@@ -93,9 +93,6 @@ struct VolumeTests {
         #expect(errnoOf { _ = try withName("not_an_id") { try volume.mkdir(containers, $0, mode: 0o755, caller: caller) } } == .invalidArgument)
         #expect(errnoOf { _ = try withName(String(repeating: "n", count: 256)) { try volume.lookup(documents, $0) } } == .fileNameTooLong)
         #expect(errnoOf { try withName("Documents") { try volume.rmdir(notes, $0) } } == .permissionDenied)
-        // forgetting every reference drops the item from the table
-        volume.items.forget(file.inode, count: 2)
-        #expect(volume.item(file.inode) == nil)
     }
 
     @Test func aDirectoryMovedOutOfInboxLeavesItsInboxZone() throws {

@@ -28,8 +28,6 @@ public final class Item: @unchecked Sendable {
         var zone: Zone
         /// `ItemTable.zoneEpoch` when `zone` was computed.
         var zoneEpoch: UInt64
-        /// Outstanding references handed to the client (the kernel's lookup count).
-        var references: UInt64
         /// Known to carry no `security.capability` attribute: the kernel asks for it before
         /// every write (file capabilities must be dropped on write), so the answer is kept.
         /// Cleared by any `security.*` change and by any change seen in the store.
@@ -37,12 +35,6 @@ public final class Item: @unchecked Sendable {
         /// Bumped by every forgetting of cached attributes, so a lookup racing a change
         /// cannot re-learn a stale answer.
         var attributeGeneration: UInt64 = 0
-        /// Directories: what the kernel may keep of the listing (DESIGN.md 34).
-        var listing = ListingCache()
-        /// Under writeback, names other than `name` that look-ups resolved to this file
-        /// while the kernel held its inode from before an edit in the store: each entry
-        /// keeps that inode too, and goes with the last handle (`Volume.handleReleased`).
-        var namesGivenWhileStale: [(parent: UInt64, name: FilePath.Component)] = []
         /// A file with several names (hard links): the names other than `name` the kernel
         /// was given for it (a link made through the mount, a look-up of another link),
         /// which an open checks as it checks `name` (`Volume.wasReplacedInStore`): the
@@ -61,21 +53,11 @@ public final class Item: @unchecked Sendable {
     /// `ItemTable.outsideEntryEpoch` when the kernel last resolved a name to this item, or
     /// when an open last found that its name still leads here (`wasReplacedInStore`).
     let resolvedEpoch = Atomic<UInt64>(0)
-    /// Names the item was moved or removed from in the store whose entries the kernel may
-    /// still hold: invalidations queued when a look-up found the item under a new name, and
-    /// not yet taken by the kernel (`Volume.followMoveInStore`). An OPEN meanwhile may have
-    /// come through an old name, which now leads nowhere (DESIGN.md 27).
-    let oldNamesInKernel = Atomic<Int>(0)
-    /// Until when (`MonotonicClock.now()`) the last such name still counts once the kernel
-    /// dropped it (`Volume.oldNameGrace`); 0 when none ever did.
-    let oldNameGraceUntil = Atomic<UInt64>(0)
     /// Under `-o writeback`: the `outsideEntryEpoch` given to the last change of this
-    /// regular file's content or times made outside the mount, and the one read before the
-    /// look-up that made the item (the kernel then made a new inode). The kernel keeps
-    /// size, mtime and ctime of a file's inode itself there and never takes the daemon's
-    /// (DESIGN.md 22), so only a new inode shows the change (`Volume.kernelMayHoldOldState`).
-    let changedOutsideEpoch = Atomic<UInt64>(0)
-    let lookedUpEpoch = Atomic<UInt64>(0)
+    /// regular file's content or times made outside the mount (`Volume.markChangedOutside`);
+    /// 0 while none was seen.
+    let changedOutside = Atomic<UInt64>(0)
+    public var changedOutsideEpoch: UInt64 { changedOutside.load(ordering: .acquiring) }
     /// Regular files: the daemon's own changes under way (handles with write access,
     /// `setattr`s, extended attribute changes): a snapshot must not link the file's data
     /// meanwhile (`ItemTable.isWriting`).
@@ -87,24 +69,24 @@ public final class Item: @unchecked Sendable {
     /// Regular files: opens for writing under way, counted before they look whether a
     /// snapshot shares the data (`Volume.keepSnapshotsFrozen`).
     let writableOpensStarting = Atomic<Int>(0)
-    /// Something a client of the core tied to this item's life (the FUSE bridge: the
-    /// kernel's passthrough registration of `fd`, DESIGN.md 29); it goes when the item goes.
-    public let attachment = Mutex<(any AnyObject & Sendable)?>(nil)
     /// Open file handles on the item (`OpenFile`s alive): such an item's dentry is in use,
     /// and shedding descriptors leaves it alone (DESIGN.md 28).
     let openHandles = Atomic<Int>(0)
-    /// Directories: how often the kernel forgot an item last seen in this one. A listing the
-    /// kernel cached names entries it no longer holds once this moved (`ListingCache`).
-    let childrenForgotten = Atomic<UInt64>(0)
 
-    init(inode: UInt64, fd: CInt, type: mode_t, zone: Zone, parent: Item?, name: FilePath.Component?, epoch: UInt64) {
+    /// The table the item is entered in, which it leaves as it goes.
+    private let table: ItemTable
+
+    init(inode: UInt64, fd: CInt, type: mode_t, zone: Zone, parent: Item?, name: FilePath.Component?, epoch: UInt64,
+         table: ItemTable) {
         self.inode = inode
         self.fd = fd
         self.type = type
-        self.state = Mutex(State(parent: parent, name: name, zone: zone, zoneEpoch: epoch, references: 0))
+        self.table = table
+        self.state = Mutex(State(parent: parent, name: name, zone: zone, zoneEpoch: epoch))
     }
 
     deinit {
+        table.departing(self)
         if fd >= 0 { Syscall.close(fd) }
     }
 

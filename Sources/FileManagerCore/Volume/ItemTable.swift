@@ -2,17 +2,34 @@ import Glibc
 import Synchronization
 import SystemPackage
 
-/// All items the client (the kernel) holds references to, keyed by inode number.
+/// The live items, keyed by inode number: one `Item` per backing inode, for as long as
+/// something holds it. The table holds none: the FUSE bridge holds the items the kernel
+/// has references to (its node table), open handles hold theirs, and a request holds its
+/// own while it runs. An item leaves the table as it goes (`Item.deinit`), so a look-up
+/// of an inode finds the item still alive rather than making a second one.
 ///
 /// Sharded so that concurrent lookups of unrelated files do not contend on one lock
 /// (passthrough_ll's single-mutex list is its top hotspot). Lock order: a shard lock is
 /// taken alone, or before an `Item.state` lock, never the other way round.
 public final class ItemTable: Sendable {
     static let shardCount = 64
+    /// A weak reference: the table must not keep an item (and its descriptor) alive.
+    /// Read only through `alive(_:)`: Swift 6.3 miscompiles `table[key]?.item` on a weak
+    /// field of an optional struct (it loads the weak reference of a missing entry).
+    private struct Entry: @unchecked Sendable {
+        weak var item: Item?
+        let identity: ObjectIdentifier
+    }
+
+    @inline(__always)
+    private static func alive(_ entry: Entry?) -> Item? {
+        guard let entry else { return nil }
+        return entry.item
+    }
     /// A class only because an array cannot hold the non-copyable `Mutex` itself.
     private final class Shard: Sendable {
-        let items = Mutex<[UInt64: Item]>([:])
-        func withLock<R: Sendable>(_ body: (inout sending [UInt64: Item]) -> sending R) -> R { items.withLock(body) }
+        let items = Mutex<[UInt64: Entry]>([:])
+        func withLock<R: Sendable>(_ body: (inout sending [UInt64: Entry]) -> sending R) -> R { items.withLock(body) }
     }
     private let shards: [Shard]
 
@@ -41,78 +58,54 @@ public final class ItemTable: Sendable {
     @inline(__always)
     private func shard(_ inode: UInt64) -> Int { Int(truncatingIfNeeded: (inode &* 0x9E37_79B9_7F4A_7C15) >> 58) }
 
-    /// The item with this number, if the client holds it.
+    /// The live item with this number.
     @inline(__always)
     public func item(_ inode: UInt64) -> Item? {
-        shards[shard(inode)].withLock { $0[inode] }
+        shards[shard(inode)].withLock { ItemTable.alive($0[inode]) }
     }
 
-    /// Returns the known item for `inode`, adding one reference; or, when unknown, makes
-    /// one with `make` (which opens its descriptor) and inserts it with one reference.
-    /// `make` runs outside the lock; if another thread inserted meanwhile, its item wins.
+    /// Returns the live item for `inode`; or, when there is none, makes one with `make`
+    /// (which opens its descriptor) and enters it. `make` runs outside the lock; if another
+    /// thread entered one meanwhile, its item wins.
     /// `epoch`: `outsideEntryEpoch` as read before the name was resolved.
-    /// `known`: run on an item already held, before its look-up counts as a resolution of it
-    /// (`resolvedEpoch`).
+    /// `known`: run on an item already alive, before its look-up counts as a resolution of
+    /// it (`resolvedEpoch`).
     func remember(_ inode: UInt64, epoch: UInt64, known: (Item) -> Void = { _ in }, make: () throws(Errno) -> Item) throws(Errno) -> Item {
         let s = shard(inode)
-        if let existing = shards[s].withLock({ table -> Item? in
-            guard let item = table[inode] else { return nil }
-            item.state.withLock { $0.references += 1 }
-            return item
-        }) {
+        if let existing = item(inode) {
             known(existing)
             existing.resolvedEpoch.store(epoch, ordering: .relaxed)
             return existing
         }
         let fresh = try make()
-        let item = shards[s].withLock { table in
-            let item = table[inode] ?? fresh
-            table[inode] = item
-            item.state.withLock { $0.references += 1 }
-            return item
+        let item = shards[s].withLock { table -> Item in
+            if let alive = ItemTable.alive(table[inode]) { return alive }
+            table[inode] = Entry(item: fresh, identity: ObjectIdentifier(fresh))
+            return fresh
         }
         // Another look-up made it meanwhile (of another name, for a file with several).
         if item !== fresh { known(item) }
         item.resolvedEpoch.store(epoch, ordering: .relaxed)
-        // Only an item the daemon did not hold is a new inode in the kernel: a look-up of
-        // one it holds may keep the kernel's old inode, and with it an old size.
-        if item === fresh { item.lookedUpEpoch.store(epoch, ordering: .relaxed) }
         return item
     }
 
-    /// Adds references to an item the client already holds (e.g. root).
+    /// Enters an item that lives as long as the table (the root).
     func insertPermanent(_ item: Item) {
-        shards[shard(item.inode)].withLock { table in
-            table[item.inode] = item
-            item.state.withLock { $0.references = UInt64.max / 2 }
-        }
+        shards[shard(item.inode)].withLock { $0[item.inode] = Entry(item: item, identity: ObjectIdentifier(item)) }
     }
 
-    /// Drops `count` references; at zero the item leaves the table and its descriptor is
-    /// closed once the last in-flight request using it finishes.
-    public func forget(_ inode: UInt64, count: UInt64) {
-        let gone = shards[shard(inode)].withLock { table -> (item: Item, parent: Item?)? in
-            guard let item = table[inode] else { return nil }
-            let (left, parent) = item.state.withLock { st -> (UInt64, Item?) in
-                st.references = st.references >= count ? st.references - count : 0
-                return (st.references, st.parent)
-            }
-            guard left == 0 else { return nil }
-            table[inode] = nil
-            return (item, parent)
+    /// `item` is going (its last reference is being dropped): it leaves the table unless a
+    /// newer item of the inode took its place (made once this one could no longer be found).
+    func departing(_ item: Item) {
+        let identity = ObjectIdentifier(item)
+        shards[shard(item.inode)].withLock { table in
+            if let entry = table[item.inode], entry.identity == identity { table[item.inode] = nil }
         }
-        // A listing the parent's kernel cache holds names the item no more once it was
-        // removed (the journal SQLite deletes at every commit): its forgetting gives
-        // READDIRPLUS nothing to prime, and must not start the listing afresh (DESIGN.md 34).
-        guard let gone else { return }
-        if gone.item.countedAsLinked.exchange(false, ordering: .relaxed) { linkedItems.subtract(1, ordering: .relaxed) }
-        guard let parent = gone.parent else { return }
-        if !gone.item.isVirtual, let st = try? Syscall.fstat(gone.item.fd), st.st_nlink == 0 { return }
-        parent.childrenForgotten.add(1, ordering: .relaxed)
+        if item.countedAsLinked.load(ordering: .relaxed) { linkedItems.subtract(1, ordering: .relaxed) }
     }
 
     /// Notes what the kernel is about to be told of `item`: a non-directory with more than
-    /// one name counts towards `holdsLinkedFiles` until the kernel forgets it, and a regular
+    /// one name counts towards `holdsLinkedFiles` until the item goes, and a regular
     /// file the store watcher asks for (`fileWatcher`) is handed to it once.
     @inline(__always)
     func noteLinks(_ item: Item, _ st: stat) {
@@ -128,21 +121,23 @@ public final class ItemTable: Sendable {
         }
     }
 
-    /// Whether the kernel holds a file it was told has several names.
+    /// Whether a live item is a file seen with several names.
     var holdsLinkedFiles: Bool { linkedItems.load(ordering: .relaxed) > 0 }
 
-    /// Every inode held (the watcher lost events: every item may have changed).
+    /// Every inode with a live item (the watcher lost events: every item may have changed).
     public func allInodes() -> [UInt64] {
-        shards.flatMap { s in s.withLock { Array($0.keys) } }
+        entries().compactMap { ItemTable.alive($0.value) == nil ? nil : $0.key }
     }
 
-    /// Forgets everything (unmount).
-    public func removeAll() {
-        for s in shards { s.withLock { $0.removeAll() } }
-    }
+    /// How many items are alive: for tests and statistics.
+    public var count: Int { entries().count { ItemTable.alive($0.value) != nil } }
 
-    /// How many items are held: for tests and statistics.
-    public var count: Int { shards.reduce(0) { n, s in n + s.withLock { $0.count } } }
+    /// Every entry, copied out of the locks: whether an entry's item is alive is asked
+    /// outside them, since the reference that asks may be the item's last, and an item that
+    /// goes leaves its shard (`departing`).
+    private func entries() -> [(key: UInt64, value: Entry)] {
+        shards.flatMap { s in s.withLock { Array($0) } }
+    }
 }
 
 extension ItemTable: SnapshotWriters {

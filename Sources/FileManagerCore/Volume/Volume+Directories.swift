@@ -17,51 +17,24 @@ public final class DirectoryHandle: @unchecked Sendable {
     fileprivate var stream: DirectoryStream?
     /// The virtual root's entries: (name with NUL, inode, DT_ type).
     let synthetic: [([CChar], UInt64, UInt8)]
-    /// What the OPENDIR was answered as to the kernel's cached listing (`ListingCache`);
-    /// nil: not asked (the store watcher could not vouch for the store).
-    let listing: ListingCache.Answer?
     /// `containers/`: only real directories are listed (a link or file planted there is
     /// no container, `Volume.isStray`).
     let listsOnlyDirectories: Bool
 
-    init(item: Item, synthetic: [([CChar], UInt64, UInt8)] = [], listing: ListingCache.Answer? = nil,
-         listsOnlyDirectories: Bool = false) {
+    init(item: Item, synthetic: [([CChar], UInt64, UInt8)] = [], listsOnlyDirectories: Bool = false) {
         self.item = item
         self.synthetic = synthetic
-        self.listing = listing
         self.listsOnlyDirectories = listsOnlyDirectories
-    }
-
-    /// The kernel may cache what this handle lists, and list from its cache
-    /// (`FOPEN_CACHE_DIR` and `FOPEN_KEEP_CACHE`).
-    public var cachesListing: Bool { listing?.generation != nil }
-    /// The kernel's cached listing must be dropped before the OPENDIR is answered
-    /// (`Volume.droppingCachedListing`).
-    public var startsListingAfresh: Bool { if case .fresh = listing { true } else { false } }
-
-    // The handle feeds the kernel's cache until the kernel releases it (RELEASEDIR).
-    deinit {
-        if let generation = listing?.generation { item.state.withLock { $0.listing.released(generation: generation) } }
     }
 }
 
 extension Volume {
-    /// Opens `item` for listing. `listingMaxAge` (nanoseconds): the kernel caches what it
-    /// lists, and may keep a listing it cached up to that long ago if nothing it named
-    /// changed or was forgotten since (`ListingCache`, DESIGN.md 34); nil: it caches
-    /// nothing (the store watcher cannot vouch for the store).
-    public func openDirectory(_ item: Item, listingMaxAge: UInt64? = nil) throws(Errno) -> DirectoryHandle {
+    /// Opens `item` for listing. The root's entries are taken here: a client that counts
+    /// changes of listings (`VolumeObserver.listingChanged`) counts before it opens.
+    public func openDirectory(_ item: Item) throws(Errno) -> DirectoryHandle {
         guard item.isDirectory else { throw .notDirectory }
-        var listing: ListingCache.Answer?
-        if let maxAge = listingMaxAge {
-            let context = ListingCache.Context(now: MonotonicClock.now(), childrenForgotten: item.childrenForgotten.load(ordering: .relaxed),
-                                               resets: listingResets.load(ordering: .acquiring), maxAge: maxAge)
-            listing = item.state.withLock { $0.listing.opened(context) }
-        }
-        // The root's entries are taken after `opened`: a change counted after it makes this
-        // handle a stale feeder, and one counted before it is in them.
         let synthetic = item.isVirtual ? rootEntries() : []
-        return DirectoryHandle(item: item, synthetic: synthetic, listing: listing, listsOnlyDirectories: zone(of: item) == .containers)
+        return DirectoryHandle(item: item, synthetic: synthetic, listsOnlyDirectories: zone(of: item) == .containers)
     }
 
     /// FSYNCDIR: the backing directory's entries to the disk (nothing for the virtual root).
@@ -82,31 +55,21 @@ extension Volume {
         return stream
     }
 
-    /// Has the kernel drop its cached listing of the handle's directory (the pages go with
-    /// the directory's invalidation, `VolumeObserver.itemChanged`) and runs `then` once that
-    /// is done: at once, on this thread, when there is no observer to do it.
-    public func droppingCachedListing(of handle: DirectoryHandle, then: @escaping @Sendable () -> Void) {
-        let item = handle.item
+    /// Has the observers drop what they cached of `item` (`VolumeObserver.itemChanged`: for
+    /// a directory, the kernel's cached listing goes with it) and runs `then` once that is
+    /// done: at once, on this thread, when no observer has anything pending.
+    public func afterInvalidating(_ item: Item, then: @escaping @Sendable () -> Void) {
         notify { $0.itemChanged(item.inode) }
-        let done: @Sendable () -> Void = {
-            item.state.withLock { $0.listing.dropped() }
-            then()
-        }
-        if !afterObserversCaughtUp(with: item.inode, done) { done() }
+        if !afterObserversCaughtUp(with: item.inode, then) { then() }
     }
 
     /// The entries of the directory `inode` changed without the kernel seeing it (the store
-    /// watcher found it, or the daemon made it for a CLI command): a listing the kernel
-    /// cached is dropped at the next OPENDIR. Called before the kernel is told of the change,
-    /// so that an OPENDIR which caught up with it sees it here too.
+    /// watcher found it, or the daemon made it for a CLI command). Told before the kernel is
+    /// told of the change itself, so that an OPENDIR which caught up with that sees this too.
     public func listingChanged(_ inode: UInt64) {
-        items.item(inode)?.state.withLock { $0.listing.changed() }
+        notify { $0.listingChanged(inode) }
     }
 
-    /// Every listing may have changed unseen (the watcher lost events).
-    func everyListingChanged() {
-        listingResets.add(1, ordering: .releasing)
-    }
 
     /// The root lists `containers`, `snapshots` and every existing `.Trash-UID`.
     private func rootEntries() -> [([CChar], UInt64, UInt8)] {

@@ -15,7 +15,7 @@ public final class OpenFile: @unchecked Sendable {
     public let direct: Bool
     public let writable: Bool
     /// The kernel must not cache this handle's data either: under writeback, its inode of
-    /// the file may hold an old size (`Volume.kernelMayHoldOldState`).
+    /// the file may hold an old size (`Volume.open`).
     public let uncached: Bool
     /// The descriptor has write access: the handle counts as a change of the item under
     /// way (`Item.changesUnderWay`) for as long as it lives.
@@ -81,7 +81,7 @@ extension Volume {
     /// overwrites) and O_APPEND is the kernel's business (it sends appends at their offset;
     /// on the backing file O_APPEND would move every write to the end), as passthrough_ll does
     /// — except for an `uncached` handle, whose appends the kernel would send at an end of
-    /// file it may not know (`kernelMayHoldOldState`).
+    /// file it may not know (`open`).
     func backingFlags(_ flags: CInt, uncached: Bool = false) -> CInt {
         guard kernelCachesWrites else { return flags }
         var f = uncached ? flags : flags & ~O_APPEND
@@ -92,9 +92,12 @@ extension Volume {
     /// Opens an existing file. Opening for writing (or with O_TRUNC) is a modification and
     /// is refused in the bundle and snapshots (EROFS) and in Inbox (EACCES). An O_TRUNC
     /// clears set-ID bits as `caller` would (`Credentials.clearingSetID`).
-    /// Under writeback a handle is uncached (`OpenFile.uncached`) while the kernel may hold
-    /// the file's inode of before an edit made in the store (`kernelMayHoldOldState`).
-    public func open(_ item: Item, flags: CInt, caller: Caller? = nil) throws(Errno) -> OpenFile {
+    /// Under writeback a handle is `uncached` (`OpenFile.uncached`) when the client says the
+    /// kernel may hold the file's inode of before an edit made in the store (DESIGN.md 22):
+    /// the kernel keeps size and times of its inode itself there and never takes the
+    /// daemon's, so the handle's reads end and its appends land at the store's end of file.
+    /// A truncating open makes the size 0.
+    public func open(_ item: Item, flags: CInt, caller: Caller? = nil, uncached: Bool = false) throws(Errno) -> OpenFile {
         // The kernel opens FIFOs, sockets and devices itself; only a race with a change in
         // the store could bring one here, and the daemon must never open one (a FIFO would
         // block a worker, a device would hand a user the device).
@@ -109,10 +112,7 @@ extension Volume {
         defer { if writable { item.writableOpensStarting.subtract(1, ordering: .releasing) } }
         if writable { try keepSnapshotsFrozen(item) }
         if let file = try openSnapshotEntry(item, flags: flags) { return file }
-        // Under writeback the kernel may still hold the inode of before an edit made in the
-        // store, with the old size (DESIGN.md 22): the handle is uncached, its reads end and
-        // its appends land at the store's end of file. A truncating open makes the size 0.
-        let uncached = flags & O_TRUNC == 0 && kernelMayHoldOldState(item)
+        let uncached = kernelCachesWrites && uncached && flags & O_TRUNC == 0
         let fd = try sheddingOnShortage { () throws(Errno) in
             try Credentials.clearingSetID(for: flags & O_TRUNC != 0 ? caller : nil, on: item.fd) { () throws(Errno) in
                 try Syscall.reopen(item.fd, backingFlags(flags & ~Volume.strippedOpenFlags, uncached: uncached) | O_NONBLOCK)
@@ -171,54 +171,28 @@ extension Volume {
         return false
     }
 
-    /// Under `-o writeback`: whether the kernel's inode of this regular file may predate an
-    /// edit made in the store: the item was changed outside the mount since the kernel
-    /// last made an inode for it (a look-up of an item the daemon did not hold). The kernel
-    /// keeps size and times of its inode itself there (DESIGN.md 22), so a handle opened on
-    /// it is uncached (the daemon's reads end at the store's end of file, its appends land
-    /// there).
-    public func kernelMayHoldOldState(_ item: Item) -> Bool {
-        kernelCachesWrites && item.changedOutsideEpoch.load(ordering: .acquiring) > item.lookedUpEpoch.load(ordering: .relaxed)
-    }
+    /// The count of entries removed or renamed, and (under `-o writeback`) of files changed
+    /// in place, in the store outside the mount so far: a client reads it before a request
+    /// that may make the kernel a new inode, and compares it with `Item.changedOutsideEpoch`.
+    public var outsideChangeEpoch: UInt64 { items.outsideEntryEpoch.load(ordering: .acquiring) }
 
-    /// Under writeback: `item`'s content or times changed outside the mount, which the
-    /// kernel's inode of it will not show (`kernelMayHoldOldState`). Marked before the
+    /// Under writeback: `item`'s content or times changed outside the mount, which a kernel
+    /// inode of it made before will not show (`outsideChangeEpoch`). Marked before the
     /// epoch moves, so whoever sees the new epoch sees the mark. The watcher marks: the
     /// epoch only ever grows, and two marks at once may share one.
     func markChangedOutside(_ item: Item) {
         let epoch = items.outsideEntryEpoch.load(ordering: .relaxed) &+ 1
-        item.changedOutsideEpoch.store(epoch, ordering: .relaxed)
+        item.changedOutside.store(epoch, ordering: .relaxed)
         items.outsideEntryEpoch.max(epoch, ordering: .releasing)
     }
 
     /// Under writeback the kernel would keep the old size and times of a file for as long
     /// as it holds its inode: the entry goes, so that a next look-up makes a new inode once
-    /// nobody uses the old one (`entryLeadsToOldState`: never waited for).
-    func dropOldInode(parent: UInt64, name: FilePath.Component) {
-        notify { $0.entryLeadsToOldState(parent: parent, name: name) }
-    }
-
-    /// `dropOldInode` of the name the file is known as, and every other unused entry of its
-    /// inode, where the kernel can prune (FUSE_NOTIFY_PRUNE): a hard link's other names,
-    /// names the store gave the file, which the daemon does not know the kernel holds.
-    func letGoOfOldInode(_ inode: UInt64, knownAs entry: (parent: UInt64, name: FilePath.Component)?) {
-        if let (parent, name) = entry { dropOldInode(parent: parent, name: name) }
-        notify { $0.letGoOfOldState(inode) }
-    }
-
-    /// The kernel released a handle of `item`. Under writeback, if the item changed in the
-    /// store and the kernel may still hold its inode as it was: the entry the watcher
-    /// dropped may be back, since a look-up made while the handle was open (a `stat`) found
-    /// that very inode again; with the last handle gone, the entry goes again, so that the
-    /// inode can go and the next look-up makes a new one (DESIGN.md 22).
-    public func handleReleased(_ item: Item) {
-        guard kernelMayHoldOldState(item), item.openHandles.load(ordering: .relaxed) == 0 else { return }
-        let others = item.state.withLock { s in
-            defer { s.namesGivenWhileStale = [] }
-            return s.namesGivenWhileStale
-        }
-        if let (parent, name) = item.placement { notify { $0.entryLeadsToOldState(parent: parent, name: name) } }
-        for (parent, name) in others { notify { $0.entryLeadsToOldState(parent: parent, name: name) } }
+    /// nobody uses the old one (never waited for: the kernel takes the directory's lock,
+    /// which a request parked on a claim may hold). The client lets go of the inode's other
+    /// entries itself, where the kernel can prune, when told the item changed.
+    public func dropOldInode(parent: UInt64, name: FilePath.Component) {
+        notify { $0.entryChanged(parent: parent, name: name) }
     }
 
     /// Creates and opens a new file (`open(O_CREAT)` of a missing name); O_EXCL is the
@@ -268,36 +242,28 @@ extension Volume {
             throw .staleNFSFileHandle
         }
         let (item, st) = try lookup(parent, name)
-        guard item.isRegularFile else {
-            items.forget(item.inode, count: 1)
-            throw .fileExists
-        }
+        guard item.isRegularFile else { throw .fileExists }
         let accessFlags = (flags & ~(O_CREAT | O_EXCL | O_DIRECT | O_NOCTTY)) | O_NONBLOCK
         item.writableOpensStarting.add(1, ordering: .sequentiallyConsistent)  // see `keepSnapshotsFrozen`
         defer { item.writableOpensStarting.subtract(1, ordering: .releasing) }
-        do {
-            if (flags & O_ACCMODE) != O_RDONLY || flags & O_TRUNC != 0 {
-                try zone(of: item).checkModify()
-                try keepSnapshotsFrozen(item)
-            }
-            var fd = try Credentials.withAccessChecks { () throws(Errno) -> CInt in
-                try Credentials.asCaller(caller) { () throws(Errno) in try Syscall.reopen(item.fd, accessFlags) }
-            }
-            // Checked as the caller asked; the backing descriptor is what the kernel's cache
-            // needs (readable under writeback: it reads pages it partly overwrites).
-            if backingFlags(accessFlags) != accessFlags {
-                let checked = fd
-                defer { Syscall.close(checked) }
-                fd = try Syscall.reopen(item.fd, backingFlags(accessFlags & ~O_TRUNC))
-            }
-            // The answer tells the kernel the file as the open left it: a new inode takes its
-            // size from it (under writeback for good), and the look-up's was from before O_TRUNC.
-            let opened = flags & O_TRUNC != 0 ? (try? Syscall.fstat(fd)) ?? st : st
-            return (item, opened, OpenFile(fd: fd, item: item, direct: flags & O_DIRECT != 0, writable: (flags & O_ACCMODE) != O_RDONLY,
-                                       accessMode: flags & O_ACCMODE))
-        } catch {
-            items.forget(item.inode, count: 1)
-            throw error
+        if (flags & O_ACCMODE) != O_RDONLY || flags & O_TRUNC != 0 {
+            try zone(of: item).checkModify()
+            try keepSnapshotsFrozen(item)
         }
+        var fd = try Credentials.withAccessChecks { () throws(Errno) -> CInt in
+            try Credentials.asCaller(caller) { () throws(Errno) in try Syscall.reopen(item.fd, accessFlags) }
+        }
+        // Checked as the caller asked; the backing descriptor is what the kernel's cache
+        // needs (readable under writeback: it reads pages it partly overwrites).
+        if backingFlags(accessFlags) != accessFlags {
+            let checked = fd
+            defer { Syscall.close(checked) }
+            fd = try Syscall.reopen(item.fd, backingFlags(accessFlags & ~O_TRUNC))
+        }
+        // The answer tells the kernel the file as the open left it: a new inode takes its
+        // size from it (under writeback for good), and the look-up's was from before O_TRUNC.
+        let opened = flags & O_TRUNC != 0 ? (try? Syscall.fstat(fd)) ?? st : st
+        return (item, opened, OpenFile(fd: fd, item: item, direct: flags & O_DIRECT != 0, writable: (flags & O_ACCMODE) != O_RDONLY,
+                                   accessMode: flags & O_ACCMODE))
     }
 }

@@ -29,9 +29,8 @@ extension Volume {
 
     /// Whether one of `names`, other names the kernel holds of `item`, no longer leads to
     /// it in the store (moved away, removed, or another file renamed over it). Each such
-    /// name is no longer recorded, and its entry is invalidated, counted on the item like
-    /// an old name a look-up left behind (`mayBeReachedThroughOldName`) until the kernel
-    /// dropped it: an OPEN meanwhile may have come through it.
+    /// name is no longer recorded, and its entry is dropped like an old name a look-up left
+    /// behind (`nameLeftBehind`): an OPEN meanwhile may have come through it.
     func otherNameWentInStore(_ item: Item, _ names: [(parent: Item, name: FilePath.Component)]) -> Bool {
         var went = false
         for (parent, name) in names where !leadsTo(item, parent, name) {
@@ -42,8 +41,7 @@ extension Volume {
             }
             went = true
             guard recorded else { continue }  // another open took it meanwhile
-            item.oldNamesInKernel.add(1, ordering: .releasing)
-            dropEntryLeftBehind(item, parent: parent.inode, name: name)
+            nameLeftBehind(item, parent: parent.inode, name: name)
         }
         return went
     }

@@ -167,12 +167,15 @@ extension Volume {
             if !knownByThisName, let component = FilePath.Component(platformString: newName) {
                 announceEntryChange(parent: newParent.inode, name: component)
             }
-            // Under writeback, a file edited in the store that the kernel renamed with its
-            // old inode (its size and times) in hand: the watcher dropped the entry of the
-            // old name, which the kernel had already moved here (DESIGN.md 22). After the
-            // relocation: a watcher that read the old placement had marked the item by then.
-            if kernelMayHoldOldState(moved), let component = FilePath.Component(platformString: newName) {
-                notify { $0.entryLeadsToOldState(parent: newParent.inode, name: component) }
+            // Under writeback, a file edited in the store that the kernel may have renamed
+            // with its old inode (its size and times) in hand: the watcher dropped the
+            // entry of the old name, which the kernel had already moved here (DESIGN.md 22).
+            // Whether the kernel's inode predates the edit is the client's to know: this
+            // costs a file once edited in the store one needless invalidation per rename.
+            // After the relocation: a watcher that read the old placement had marked the
+            // item by then.
+            if kernelCachesWrites, moved.changedOutsideEpoch != 0, let component = FilePath.Component(platformString: newName) {
+                dropOldInode(parent: newParent.inode, name: component)
             }
         } else if let component = FilePath.Component(platformString: newName) {
             // The kernel holds no item for what the name led to: its entry of the name was

@@ -26,8 +26,6 @@ public final class Volume: Sendable {
     private let changeObservers = Mutex<[any VolumeObserver]>([])
     /// Items the watcher lately found changed outside the mount (a look-up racing one).
     let outsideItemChanges = OutsideItemChanges()
-    /// Bumped when every directory listing the kernel cached may be wrong (`ListingCache`).
-    let listingResets = Atomic<UInt64>(0)
     /// When descriptors last ran short and the kernel was asked to let go (Volume+Descriptors).
     let lastShedding = Atomic<UInt64>(0)
     /// Where in the table the next shedding starts (each round goes on from the last).
@@ -44,7 +42,7 @@ public final class Volume: Sendable {
         self.kernelCachesWrites = kernelCachesWrites
         self.registry = ContainerRegistry(store: store)
         self.logger = logger
-        root = Item(inode: Volume.rootInode, fd: -1, type: S_IFDIR, zone: .root, parent: nil, name: nil, epoch: 0)
+        root = Item(inode: Volume.rootInode, fd: -1, type: S_IFDIR, zone: .root, parent: nil, name: nil, epoch: 0, table: items)
         items.insertPermanent(root)
         store.snapshotData.load()
         // A publish links no file the mount is writing (`keepSnapshotsFrozen`).
@@ -93,7 +91,7 @@ public final class Volume: Sendable {
         return after(rest, inode, body)
     }
 
-    /// The item the client holds under `inode`.
+    /// The live item of `inode` (one the client holds, or a request or handle uses).
     @inline(__always)
     public func item(_ inode: UInt64) -> Item? { items.item(inode) }
 
@@ -113,8 +111,9 @@ public final class Volume: Sendable {
 
     // MARK: - Lookup
 
-    /// Finds `name` in `parent` and returns its item with one more client reference, and its
-    /// attributes. Never blocks on coordination (docs/SEMANTICS.md §3).
+    /// Finds `name` in `parent` and returns its item (the live one if there is one) and its
+    /// attributes; the client keeps the item for as long as it hands the item out. Never
+    /// blocks on coordination (docs/SEMANTICS.md §3).
     public func lookup(_ parent: Item, _ name: UnsafePointer<CChar>) throws(Errno) -> (Item, stat) {
         if strlen(name) > 255 { throw .fileNameTooLong }
         if parent.isVirtual { return try lookupInRoot(name) }
@@ -158,24 +157,7 @@ public final class Volume: Sendable {
         if !used { Syscall.close(fd) }
         let now = try current(st, of: item, since: changes)
         items.noteLinks(item, now)
-        if kernelCachesWrites && !used { notingNameGivenWhileStale(item, parent, name) }
         return (item, presentedFile(now, of: item))
-    }
-
-    /// Under writeback, a look-up of a held file the kernel may hold stale, while a handle
-    /// keeps that inode: the kernel gives the name the held inode, with its old size. Its
-    /// entry must go with the last handle, as the entry of the file's known name does
-    /// (`handleReleased`); the name may be another than that one (renamed or linked in the
-    /// store).
-    private func notingNameGivenWhileStale(_ item: Item, _ parent: Item, _ name: UnsafePointer<CChar>) {
-        guard item.isRegularFile, item.openHandles.load(ordering: .relaxed) > 0, kernelMayHoldOldState(item),
-              let component = FilePath.Component(platformString: name) else { return }
-        item.state.withLock { s in
-            guard s.parent !== parent || s.name != component,
-                  !s.namesGivenWhileStale.contains(where: { $0.parent == parent.inode && $0.name == component }),
-                  s.namesGivenWhileStale.count < 8 else { return }
-            s.namesGivenWhileStale.append((parent.inode, component))
-        }
     }
 
     /// `st`, read by a look-up of `item`, or the item's state now if the store watcher
@@ -184,10 +166,7 @@ public final class Volume: Sendable {
     /// the look-up read (`OutsideItemChanges`).
     func current(_ st: stat, of item: Item, since changes: UInt64) throws(Errno) -> stat {
         guard outsideItemChanges.changed(item.inode, since: changes) else { return st }
-        do { return try Syscall.fstat(item.fd) } catch {
-            items.forget(item.inode, count: 1)
-            throw error
-        }
+        return try Syscall.fstat(item.fd)
     }
 
     /// Out of descriptors, a name that leads to an item already held is still found: by
@@ -244,7 +223,8 @@ public final class Volume: Sendable {
             let parentZone = zone(of: parent)
             let zone = parentZone.child(named: name, isDirectory: type == S_IFDIR, key: inode)
             return Item(inode: inode, fd: fd, type: type, zone: zone, parent: parent,
-                        name: FilePath.Component(platformString: name), epoch: items.zoneEpoch.load(ordering: .acquiring))
+                        name: FilePath.Component(platformString: name), epoch: items.zoneEpoch.load(ordering: .acquiring),
+                        table: items)
         }
         // Directories have one parent; follow it if the item moved behind our back.
         if item.isDirectory {
@@ -260,46 +240,26 @@ public final class Volume: Sendable {
     /// there in the store: the item follows it to the name found (the checks of
     /// `wasReplacedInStore` look at that name from now on, and its zone is the new
     /// parent's), and the kernel's entry of the old name, which still leads to the item
-    /// until the watcher's invalidation of it reaches the kernel, is invalidated once more,
-    /// counted on the item. An OPEN while that count is not zero may have come through the
-    /// old name, and is answered ESTALE (`mayBeReachedThroughOldName`): the kernel looks
-    /// the path up again, and finds the old name gone, or opens the file under the new one,
-    /// rather than serve an open through the old name right after a look-up of the new one.
+    /// until the watcher's invalidation of it reaches the kernel, is invalidated once more
+    /// (`nameLeftBehind`). An OPEN meanwhile may have come through the old name, and is
+    /// answered ESTALE by the client: the kernel looks the path up again, and finds the old
+    /// name gone, or opens the file under the new one, rather than serve an open through the
+    /// old name right after a look-up of the new one.
     private func followMoveInStore(_ item: Item, to parent: Item, name: UnsafePointer<CChar>) {
         let (oldParent, oldName) = item.state.withLock { ($0.parent, $0.name) }
         guard let oldParent, let oldName, !oldParent.isVirtual else { return }
         if oldParent === parent && oldName.withPlatformString({ strcmp($0, name) == 0 }) { return }
         if leadsTo(item, oldParent, oldName) { return }  // another link, or unknown: leave it
-        item.oldNamesInKernel.add(1, ordering: .releasing)  // before the name moves: see remember
+        nameLeftBehind(item, parent: oldParent.inode, name: oldName)  // before the name moves: see remember
         relocate(item, to: parent, name: name)
-        dropEntryLeftBehind(item, parent: oldParent.inode, name: oldName)
     }
 
-    /// Invalidates the kernel's entry `name` in `parent`, which leads to `item` though the
-    /// store moved the name away, already counted on `item.oldNamesInKernel` by the caller;
-    /// it still counts for `Volume.oldNameGrace` once the kernel dropped the entry: an OPEN
-    /// the kernel sent through the entry before it dropped it may still be on its way to a
-    /// reader thread.
-    func dropEntryLeftBehind(_ item: Item, parent: UInt64, name: FilePath.Component) {
-        var queued = false
-        let fall: @Sendable () -> Void = {
-            item.oldNameGraceUntil.max(MonotonicClock.now() + Volume.oldNameGrace, ordering: .relaxed)
-            item.oldNamesInKernel.subtract(1, ordering: .releasing)
-        }
-        notify { o in if o.entryLeftBehind(parent: parent, name: name, then: fall) { queued = true } }
-        if !queued { item.oldNamesInKernel.subtract(1, ordering: .releasing) }
-    }
-
-    /// Nanoseconds an old name stays counted after the kernel dropped its entry: opens of
-    /// the item meanwhile are answered ESTALE once and served on their retry.
-    static let oldNameGrace: UInt64 = 20_000_000
-
-    /// Whether the kernel may still reach `item` through a name it had in the store before
-    /// a move there (`followMoveInStore`).
-    public func mayBeReachedThroughOldName(_ item: Item) -> Bool {
-        if item.oldNamesInKernel.load(ordering: .acquiring) > 0 { return true }
-        let grace = item.oldNameGraceUntil.load(ordering: .relaxed)
-        return grace != 0 && MonotonicClock.now() < grace
+    /// The kernel's entry `name` in `parent` still leads to `item`, though the store moved
+    /// the name away: the client drops it, and until the kernel dropped it, may be reached
+    /// through it (an OPEN it sent through the entry may still be on its way). Told before
+    /// the item follows the move, so that an open sees either the old name or this.
+    func nameLeftBehind(_ item: Item, parent: UInt64, name: FilePath.Component) {
+        notify { $0.nameLeftBehind(item.inode, parent: parent, name: name) }
     }
 
     /// Records that `item` now lives in `parent` as `name`; a directory that changed zones
@@ -442,7 +402,11 @@ public protocol VolumeObserver: Sendable {
     func entryMayHaveAppeared(parent: UInt64, name: FilePath.Component)
     /// An item's data or attributes changed.
     func itemChanged(_ inode: UInt64)
-    /// Changes may have been missed (the watcher's queue overflowed): forget what you cached.
+    /// The entries of the directory `directory` changed without the kernel seeing it: a
+    /// listing it cached is no longer the directory's (told before the entries' own news).
+    func listingChanged(_ directory: UInt64)
+    /// Changes may have been missed (the watcher's queue overflowed): every listing may
+    /// have changed, and every item the observer is told of next.
     func resync()
     /// The same for changes found in the store by its watcher. Called only on the watcher's
     /// own thread, never from a request handler and under no lock: an observer may act at
@@ -457,29 +421,20 @@ public protocol VolumeObserver: Sendable {
     /// returns true; false when nothing is pending (`body` is not run). Never runs `body`
     /// before returning.
     func afterPendingChanges(for inode: UInt64, _ body: @escaping @Sendable () -> Void) -> Bool
-    /// Under writeback: the kernel's entry `name` in `parent` may lead to an inode whose
-    /// size and times predate an edit made in the store (DESIGN.md 22); it is dropped so
-    /// that a look-up makes a new inode, with nobody waiting for that (the kernel takes
-    /// the directory's lock, which a request parked on a claim may hold).
-    func entryLeadsToOldState(parent: UInt64, name: FilePath.Component)
-    /// The kernel's entry `name` in `parent` leads to an item that moved elsewhere in the
-    /// store; `then` runs once the kernel dropped the entry. Returns false when nothing was
-    /// queued (`then` is not run).
-    func entryLeftBehind(parent: UInt64, name: FilePath.Component, then: @escaping @Sendable () -> Void) -> Bool
+    /// The kernel's entry `name` in `parent` leads to the item `inode`, which moved elsewhere
+    /// in the store (or the name was replaced there): the entry goes, and an OPEN of the
+    /// item may have come through it until it went.
+    func nameLeftBehind(_ inode: UInt64, parent: UInt64, name: FilePath.Component)
     /// Whether `letGo` works: the kernel can be asked to drop what it caches of an item only
     /// where unused (FUSE_NOTIFY_PRUNE), which spares a working directory or an open file.
     var canLetGo: Bool { get }
     /// Asks the kernel to drop the unused entries of these items, and so forget the items.
     func letGo(_ inodes: [UInt64])
-    /// Under writeback: asks the kernel to let go of the regular file's inode, which
-    /// predates an edit made in the store (`letGo`), and again while the daemon still finds
-    /// it so (`Volume.kernelMayHoldOldState`): an entry in use at that moment (a `stat`
-    /// under way) is not dropped.
-    func letGoOfOldState(_ inode: UInt64)
 }
 
 extension VolumeObserver {
     public func resync() {}
+    public func listingChanged(_ directory: UInt64) {}
     public func entryChangedOutside(parent: UInt64, name: FilePath.Component) { entryChanged(parent: parent, name: name) }
     public func itemChangedOutside(_ inode: UInt64) { itemChanged(inode) }
     public func hasPendingChanges(for inode: UInt64) -> Bool { false }
@@ -487,10 +442,7 @@ extension VolumeObserver {
     public func entryMayHaveAppeared(parent: UInt64, name: FilePath.Component) { entryChanged(parent: parent, name: name) }
     public var canLetGo: Bool { false }
     public func letGo(_ inodes: [UInt64]) {}
-    public func letGoOfOldState(_ inode: UInt64) { letGo([inode]) }
-    public func entryLeadsToOldState(parent: UInt64, name: FilePath.Component) { entryChanged(parent: parent, name: name) }
-    public func entryLeftBehind(parent: UInt64, name: FilePath.Component, then: @escaping @Sendable () -> Void) -> Bool {
+    public func nameLeftBehind(_ inode: UInt64, parent: UInt64, name: FilePath.Component) {
         entryChanged(parent: parent, name: name)
-        return false
     }
 }

@@ -433,7 +433,7 @@ public final class FanotifyWatcher: StoreWatching, FileWatching, @unchecked Send
         let held = volume.kernelCachesWrites && item?.isRegularFile == true ? item : nil
         if let held { volume.markChangedOutside(held) }
         tellItemChanged(inode, inline: inline, noted: true)
-        if held != nil { volume.letGoOfOldInode(inode, knownAs: entry) }
+        if held != nil, let (parent, name) = entry { volume.dropOldInode(parent: parent, name: name) }
     }
 
     private func tellItemChanged(_ inode: UInt64, inline: Bool, noted: Bool = false) {
@@ -445,7 +445,7 @@ public final class FanotifyWatcher: StoreWatching, FileWatching, @unchecked Send
     private func everythingChanged() {
         volume.outsideItemChanges.noteEverything()
         volume.items.outsideEntryEpoch.add(1, ordering: .releasing)
-        volume.everyListingChanged()
+        volume.notify { $0.resync() }
         var files: [Item] = []
         for inode in volume.items.allInodes() {
             volume.forgetCachedAttributes(inode)
@@ -456,7 +456,6 @@ public final class FanotifyWatcher: StoreWatching, FileWatching, @unchecked Send
             volume.notify { $0.itemChanged(inode) }
         }
         for case let (parent, name)? in files.map(\.placement) { volume.dropOldInode(parent: parent, name: name) }
-        volume.notify { $0.resync() }
         listener?.storeChanged(.resync(nil))
     }
 

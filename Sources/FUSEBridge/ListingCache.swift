@@ -19,7 +19,7 @@
 /// the first OPENDIR after the last of them is released starts the cache afresh.
 ///
 /// Starting afresh means dropping the kernel's pages *before* the OPENDIR is answered: the
-/// daemon has them invalidated (`Volume.droppingCachedListing`) and answers once that is
+/// daemon has them invalidated (`Volume.afterInvalidating`) and answers once that is
 /// done, with `FOPEN_KEEP_CACHE` (the kernel's own drop at an open without it would come
 /// after the answer, and an OPENDIR answered meanwhile could list the old pages). Until the
 /// invalidation is done, every other OPENDIR starts afresh too (`pendingDrops`).
@@ -30,8 +30,8 @@
 /// attributes expired). The cache is then dropped too, and filled again by the listing that
 /// follows.
 ///
-/// Pure state, kept under the directory item's lock; times and counters are given by the
-/// caller, so the rules are tested without a mount.
+/// Pure state, kept under the directory node's lock (`NodeTable.Node`); times and counters
+/// are given by the caller, so the rules are tested without a mount.
 struct ListingCache {
     /// What an OPENDIR is answered.
     enum Answer: Equatable {

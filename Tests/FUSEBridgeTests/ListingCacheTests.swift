@@ -1,5 +1,8 @@
+@testable import FUSEBridge
+import FileManagerCore
+import Foundation
 import Glibc
-@testable import FileManagerCore
+import SystemPackage
 import Testing
 
 /// When the kernel may keep its cached listing of a directory (DESIGN.md 34): never across a
@@ -138,89 +141,109 @@ struct ListingCacheTests {
     }
 }
 
-/// The wiring in the volume: what an OPENDIR is answered, as the kernel forgets a
-/// directory's entries, as a change is announced, as a directory moves.
-@Suite("Listing cache through the volume (no mount)")
-struct VolumeListingCacheTests {
+/// The wiring through the bridge's node table: what an OPENDIR is answered as the kernel
+/// forgets a directory's entries, as a change is announced, as a directory moves.
+@Suite("Listing cache through the node table (no mount)")
+struct NodeListingCacheTests {
     let minute: UInt64 = 60_000_000_000
 
-    /// Opens a handle of `dir` as the bridge does (a fresh start drops the kernel's
-    /// pages first: at once, with no observer) and releases it; whether it was kept.
-    func keeps(_ volume: Volume, _ dir: Item) throws -> Bool {
-        let handle = try volume.openDirectory(dir, listingMaxAge: minute)
-        #expect(handle.cachesListing)
-        if handle.startsListingAfresh { volume.droppingCachedListing(of: handle) {} }
-        return !handle.startsListingAfresh
+    /// A store with one container, through a volume whose kernel side is `nodes`; what the
+    /// kernel was given so far is counted there.
+    final class Kernel {
+        let path: String
+        let volume: Volume
+        let nodes: NodeTable
+        let documents: Item
+
+        init() throws {
+            var template = Array("/tmp/containerfs-test-XXXXXX".utf8CString)
+            path = String(cString: template.withUnsafeMutableBufferPointer { mkdtemp($0.baseAddress!) }!)
+            let volume = Volume(store: try Store(at: FilePath(path))), nodes = NodeTable()
+            (self.volume, self.nodes) = (volume, nodes)
+            volume.addObserver(nodes)
+            nodes.addPermanent(volume.root)
+            let containers = try Self.given(nodes, try "containers".withCString { try volume.lookup(volume.root, $0) }.0)
+            let notes = try Self.given(nodes, try "com.example.notes".withCString {
+                try volume.mkdir(containers, $0, mode: 0o755, caller: .current)
+            }.0)
+            documents = try Self.given(nodes, try "Documents".withCString { try volume.lookup(notes, $0) }.0)
+        }
+
+        deinit { _ = try? FileManager.default.removeItem(atPath: path) }
+
+        static func given(_ nodes: NodeTable, _ item: Item) throws -> Item {
+            nodes.add(item, madeAt: 0)
+            return item
+        }
+
+        func given(_ item: Item) throws -> Item { try Self.given(nodes, item) }
+
+        func node(_ item: Item) throws -> NodeTable.Node { try #require(nodes.node(item.inode)) }
     }
 
-    /// A store with one container, through a volume; its `Documents` (keep `t` alive).
-    func containerDocuments() throws -> (TemporaryStore, Volume, Item) {
-        let t = try TemporaryStore()
-        let volume = Volume(store: t.store)
-        let (containers, _) = try withName("containers") { try volume.lookup(volume.root, $0) }
-        let (notes, _) = try withName("com.example.notes") { try volume.mkdir(containers, $0, mode: 0o755, caller: .current) }
-        let (documents, _) = try withName("Documents") { try volume.lookup(notes, $0) }
-        return (t, volume, documents)
+    /// Opens a handle of `dir` as OPENDIR does (a fresh start drops the kernel's pages
+    /// first: at once, with no observer) and releases it; whether it was kept.
+    func keeps(_ k: Kernel, _ dir: Item) throws -> Bool {
+        let node = try k.node(dir)
+        let open = OpenDirectory(try k.volume.openDirectory(dir), node: node, listing: k.nodes.openedListing(node, maxAge: minute))
+        #expect(open.cachesListing)
+        if open.startsListingAfresh { node.listing.withLock { $0.dropped() } }
+        return !open.startsListingAfresh
     }
 
     @Test func answersFollowForgetsChangesAndMoves() throws {
-        let (t, volume, documents) = try containerDocuments()
-        defer { withExtendedLifetime(t) {} }
+        let k = try Kernel()
         let caller = Caller.current
-        let (a, _) = try withName("a") { try volume.mkdir(documents, $0, mode: 0o755, caller: caller) }
-        let (b, _) = try withName("b") { try volume.mkdir(documents, $0, mode: 0o755, caller: caller) }
-        let (file, _, handle) = try withName("f") { try volume.create(a, $0, mode: 0o644, flags: O_WRONLY, caller: caller) }
-        _ = handle
+        let a = try k.given("a".withCString { try k.volume.mkdir(k.documents, $0, mode: 0o755, caller: caller) }.0)
+        let b = try k.given("b".withCString { try k.volume.mkdir(k.documents, $0, mode: 0o755, caller: caller) }.0)
+        let file = try k.given("f".withCString { try k.volume.create(a, $0, mode: 0o644, flags: O_WRONLY, caller: caller) }.0)
 
-        #expect(try !volume.openDirectory(a).cachesListing)   // not coherent: not cached
-        #expect(try keeps(volume, a))   // the first: the kernel has nothing to drop
-        #expect(try keeps(volume, a))
+        #expect(try keeps(k, a))   // the first: the kernel has nothing to drop
+        #expect(try keeps(k, a))
         // The kernel forgets an entry of `a`: its cached listing primes nothing any more.
-        volume.items.forget(file.inode, count: 1)
-        #expect(volume.item(file.inode) == nil)
-        #expect(try !keeps(volume, a))
-        #expect(try keeps(volume, a))
+        k.nodes.forget(file.inode, count: 1)
+        #expect(k.nodes.node(file.inode) == nil)
+        #expect(try !keeps(k, a))
+        #expect(try keeps(k, a))
         // A change the kernel did not see.
-        volume.listingChanged(a.inode)
-        #expect(try !keeps(volume, a))
-        #expect(try keeps(volume, a))
+        k.volume.listingChanged(a.inode)
+        #expect(try !keeps(k, a))
+        #expect(try keeps(k, a))
         // A listing under way across a change: nobody uses the cache until it is released.
-        var open: DirectoryHandle? = try volume.openDirectory(a, listingMaxAge: minute)
+        let node = try k.node(a)
+        var open: OpenDirectory? = OpenDirectory(try k.volume.openDirectory(a), node: node,
+                                                 listing: k.nodes.openedListing(node, maxAge: minute))
         #expect(open?.cachesListing == true && open?.startsListingAfresh == false)
-        volume.listingChanged(a.inode)
-        #expect(try !volume.openDirectory(a, listingMaxAge: minute).cachesListing)
+        k.volume.listingChanged(a.inode)
+        #expect(k.nodes.openedListing(node, maxAge: minute) == .uncached)
         open = nil
-        #expect(try !keeps(volume, a))
-        #expect(try keeps(volume, a))
+        #expect(try !keeps(k, a))
+        #expect(try keeps(k, a))
         // `a` moves into `b`: it lists another `..`.
-        try withName("a") { n in try volume.rename(documents, n, b, n, flags: 0) }
-        #expect(try !keeps(volume, a))
-        #expect(try keeps(volume, a))
-        withExtendedLifetime(open) {}
+        try "a".withCString { n in try k.volume.rename(k.documents, n, b, n, flags: 0) }
+        #expect(try !keeps(k, a))
+        #expect(try keeps(k, a))
     }
 
     /// SQLite's journal, made and removed through the mount at every commit: the kernel
     /// forgets it once removed, which leaves nothing for READDIRPLUS to prime, and must not
     /// make the next OPENDIR (SQLite's, to fsync the directory) start afresh.
     @Test func forgettingARemovedEntryKeepsTheListing() throws {
-        let (t, volume, documents) = try containerDocuments()
-        defer { withExtendedLifetime(t) {} }
+        let k = try Kernel()
         let caller = Caller.current
-        #expect(try keeps(volume, documents))
+        #expect(try keeps(k, k.documents))
         for _ in 0..<3 {
-            let (journal, _, handle) = try withName("db-journal") {
-                try volume.create(documents, $0, mode: 0o644, flags: O_WRONLY, caller: caller)
-            }
-            withExtendedLifetime(handle) {}
-            try withName("db-journal") { try volume.unlink(documents, $0) }
-            volume.items.forget(journal.inode, count: 1)
-            #expect(try keeps(volume, documents))
+            let journal = try k.given("db-journal".withCString {
+                try k.volume.create(k.documents, $0, mode: 0o644, flags: O_WRONLY, caller: caller)
+            }.0)
+            try "db-journal".withCString { try k.volume.unlink(k.documents, $0) }
+            k.nodes.forget(journal.inode, count: 1)
+            #expect(try keeps(k, k.documents))
         }
         // A forgotten entry still there counts, as before.
-        let (kept, _, handle) = try withName("kept") { try volume.create(documents, $0, mode: 0o644, flags: O_WRONLY, caller: caller) }
-        withExtendedLifetime(handle) {}
-        volume.items.forget(kept.inode, count: 1)
-        #expect(try !keeps(volume, documents))
-        #expect(try keeps(volume, documents))
+        let kept = try k.given("kept".withCString { try k.volume.create(k.documents, $0, mode: 0o644, flags: O_WRONLY, caller: caller) }.0)
+        k.nodes.forget(kept.inode, count: 1)
+        #expect(try !keeps(k, k.documents))
+        #expect(try keeps(k, k.documents))
     }
 }
