@@ -294,6 +294,10 @@ int clinux_fanotify_mark_file(int fan, const char *path) {
     return fanotify_mark(fan, FAN_MARK_ADD, mask, AT_FDCWD, path);
 }
 
+int clinux_fanotify_unmark_file(int fan, const char *path) {
+    return fanotify_mark(fan, FAN_MARK_REMOVE, FAN_ATTRIB | FAN_MODIFY | FAN_CLOSE_WRITE, AT_FDCWD, path);
+}
+
 int clinux_fanotify_mark_directory(int fan, int dirfd) {
     return fanotify_mark(fan, FAN_MARK_ADD | FAN_MARK_ONLYDIR, clinux_fan_mask | FAN_EVENT_ON_CHILD, dirfd, ".");
 }

@@ -99,6 +99,8 @@ int clinux_fanotify_mark_directory(int fan, int dirfd);
 /* Marks the file at `path` for attribute changes (its link count too) and writes, evictable
    (the mark keeps no inode in memory; kernel 5.19). 0 or -1. */
 int clinux_fanotify_mark_file(int fan, const char *path);
+/* Removes that mark. 0 or -1. */
+int clinux_fanotify_unmark_file(int fan, const char *path);
 /* The watcher's event bits, and the overflow bit. */
 extern const uint64_t clinux_FAN_CREATE, clinux_FAN_DELETE, clinux_FAN_MOVED_FROM, clinux_FAN_MOVED_TO,
     clinux_FAN_ATTRIB, clinux_FAN_CLOSE_WRITE, clinux_FAN_MODIFY, clinux_FAN_RENAME, clinux_FAN_ONDIR, clinux_FAN_Q_OVERFLOW, clinux_FAN_DELETE_SELF;

@@ -98,8 +98,13 @@ public final class ItemTable: Sendable {
     /// newer item of the inode took its place (made once this one could no longer be found).
     func departing(_ item: Item) {
         let identity = ObjectIdentifier(item)
+        let watcher = item.fileWatched.load(ordering: .relaxed) ? fileWatcher.withLock({ $0 }) : nil
         shards[shard(item.inode)].withLock { table in
-            if let entry = table[item.inode], entry.identity == identity { table[item.inode] = nil }
+            guard let entry = table[item.inode], entry.identity == identity else { return }
+            table[item.inode] = nil
+            // Under the lock: a newer item of the inode is entered after, and marks the
+            // inode after that, so this cannot take its mark away.
+            watcher?.unwatchFile(item)
         }
         if item.countedAsLinked.load(ordering: .relaxed) { linkedItems.subtract(1, ordering: .relaxed) }
     }
@@ -157,4 +162,6 @@ extension ItemTable: SnapshotWriters {
 /// itself there, and must be made to let go of a file the store displaced).
 protocol FileWatching: AnyObject, Sendable {
     func watchFile(_ item: Item)
+    /// The item is going; its descriptor is still open.
+    func unwatchFile(_ item: Item)
 }

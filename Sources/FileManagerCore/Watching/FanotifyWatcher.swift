@@ -99,6 +99,9 @@ public final class FanotifyWatcher: StoreWatching, FileWatching, @unchecked Send
     private let debugEvents = getenv("CONTAINERFS_DEBUG_FANOTIFY") != nil
     /// The store is on ext2/3/4, whose file handles begin with the inode number.
     private let inodeLeadsHandle: Bool
+    /// The marks count against the user's `max_user_marks` (a non-root daemon): a file's
+    /// mark is removed when its item goes (`unwatchFile`).
+    private let marksLimited: Bool
     public var kind: String { "fanotify" }
     public var summary: String { "fanotify (marking \(marking.rawValue), changes attributed by pid)" }
 
@@ -115,6 +118,7 @@ public final class FanotifyWatcher: StoreWatching, FileWatching, @unchecked Send
         let isRoot = geteuid() == 0
         // Root in a user namespace may not have unlimited marks: then the user's limit.
         var fan = isRoot ? clinux_fanotify_init(1) : -1
+        marksLimited = fan < 0
         if fan < 0 { fan = clinux_fanotify_init(0) }
         guard fan >= 0 else {
             let error = Errno(rawValue: errno)
@@ -615,6 +619,14 @@ public final class FanotifyWatcher: StoreWatching, FileWatching, @unchecked Send
 
     func watchFile(_ item: Item) {
         _ = try? Syscall.withProcPath(item.fd) { path throws(Errno) in clinux_fanotify_mark_file(fan, path) }
+    }
+
+    /// An evictable mark goes only with its inode, which a file's other names or the
+    /// dentry cache may keep long after the kernel forgot the item: while it lasts, it
+    /// counts against a non-root daemon's marks.
+    func unwatchFile(_ item: Item) {
+        guard marksLimited else { return }
+        _ = try? Syscall.withProcPath(item.fd) { path throws(Errno) in clinux_fanotify_unmark_file(fan, path) }
     }
 
     /// Keeps `marked` in step with directories made, removed and moved, the daemon's own
