@@ -12,7 +12,7 @@ extension FUSEBridge {
     /// callers get uncached I/O (`direct_io`) while the backing descriptor stays buffered.
     /// `clearsSetID`: the kernel's FUSE_OPEN_KILL_SUIDGID, read off the wire by `CFuseTap`.
     func open(_ reply: consuming Reply, _ ino: fuse_ino_t, _ fi: UnsafeMutablePointer<fuse_file_info>, clearsSetID: Bool) {
-        guard let item = node(ino) else { return reply.fail(Errno.noSuchFileOrDirectory) }
+        guard let node = nodes.node(UInt64(ino)) else { return reply.fail(Errno.noSuchFileOrDirectory) }
         // The kernel's fuse_file_info lives until the handler returns; a later answer uses a copy.
         let info = fi.pointee
         let caller = reply.caller(clearingSetID: clearsSetID)
@@ -25,19 +25,20 @@ extension FUSEBridge {
         // invalidation may wait for writeback); a name replaced meanwhile still counts.
         if info.flags & O_TRUNC != 0 {
             watcher?.readQueue()
-            return open(reply, item, info, caller, keepsPages: coherent)
+            return open(reply, node, info, caller, keepsPages: coherent)
         }
-        afterStoreNews(reply, item.inode) { [self] reply in open(reply, item, info, caller, keepsPages: coherent) }
+        afterStoreNews(reply, node.item.inode) { [self] reply in open(reply, node, info, caller, keepsPages: coherent) }
     }
 
-    private func open(_ reply: consuming Reply, _ item: Item, _ info: fuse_file_info, _ caller: Caller, keepsPages: Bool) {
+    private func open(_ reply: consuming Reply, _ node: NodeTable.Node, _ info: fuse_file_info, _ caller: Caller, keepsPages: Bool) {
+        let item = node.item
         let flags = info.flags
         // A name replaced in the store while the kernel still had it cached: the kernel
         // retries the open with a fresh lookup (ESTALE), and opens the new file. Without a
         // watcher that hears every change, the kernel's entries live for the short
         // timeouts, and every open looks at its name.
         let answered = staleOpens.take(caller.pid)
-        if volume.wasReplacedInStore(item, everyTime: !isCoherent) || mayBeReachedThroughOldName(item),
+        if volume.wasReplacedInStore(item, everyTime: !isCoherent) || mayBeReachedThroughOldName(node),
            let (parent, name) = item.placement, answered?.isRetry(of: item, parent, name) != true {
             staleOpens.answered(caller.pid, item: item, parent: parent, name: name)
             return reply.fail(Errno.staleNFSFileHandle)
@@ -55,9 +56,9 @@ extension FUSEBridge {
         }) { [self, info] reply, _ in
             var info = info
             do {
-                let file = try volume.open(item, flags: flags, caller: caller, uncached: kernelMayHoldOldState(item))
+                let file = try volume.open(item, flags: flags, caller: caller, uncached: kernelMayHoldOldState(node))
                 info.fh = FUSEBridge.retain(file)
-                let backing = handleMode(&info, file, keepsPages: keepsPages)
+                let backing = handleMode(&info, file, node, keepsPages: keepsPages)
                 // An open that found the content moved (this one, or another just before it)
                 // is telling the kernel that its size and times of the file are old: a read
                 // that began before that news and ended short would not cut the size (the
@@ -87,10 +88,9 @@ extension FUSEBridge {
     /// kernel, presenters hear at RELEASE), and each FLUSH is a round trip close(2) waits for
     /// (DESIGN.md 30). Under `-o writeback` the kernel sends FLUSH regardless. Lock handlers
     /// (`getlk`/`setlk`) would need FLUSH back: it is the only release of a remote lock.
-    private func handleMode(_ info: inout fuse_file_info, _ file: OpenFile, keepsPages: Bool = true) -> CInt? {
+    private func handleMode(_ info: inout fuse_file_info, _ file: OpenFile, _ node: NodeTable.Node, keepsPages: Bool = true) -> CInt? {
         cfuse_fi_set_noflush(&info, 1)
-        if let passthrough, let node = nodes.node(file.item.inode),
-           let backing = passthrough.backingID(for: file, of: node) { return backing }
+        if let backing = passthrough?.backingID(for: file, of: node) { return backing }
         if file.direct || file.uncached { cfuse_fi_set_direct_io(&info, 1) }
         else if keepsPages && isCoherent { cfuse_fi_set_keep_cache(&info, 1) }
         return nil
@@ -117,9 +117,9 @@ extension FUSEBridge {
             let epoch = volume.outsideChangeEpoch
             do {
                 let (item, st, file) = try volume.create(dir, names.first, mode: mode, flags: info.flags, caller: caller)
-                nodes.add(item, madeAt: epoch)
+                let node = nodes.add(item, madeAt: epoch).node
                 info.fh = FUSEBridge.retain(file)
-                let backing = handleMode(&info, file)
+                let backing = handleMode(&info, file, node)
                 if !reply.create(item.inode, st, timeouts: timeouts, &info, passthrough: backing) {
                     // The caller is gone (interrupted): no RELEASE or FORGET will come.
                     FUSEBridge.releaseHandle(info.fh, as: OpenFile.self)
@@ -363,7 +363,7 @@ extension FUSEBridge {
                     }
                     entrySize = fuse_add_direntry_plus(request, out, remaining, entry.name, &e, off_t(entry.nextOffset))
                     if entrySize > remaining { return false }
-                    if let looked { gaveName(entry.name, in: dir.item, to: looked, isNew: nodes.add(looked, madeAt: epoch).isNew) }
+                    if let looked { gaveName(entry.name, in: dir.item, to: nodes.add(looked, madeAt: epoch)) }
                 } else {
                     var st = stat()
                     st.st_ino = ino_t(entry.inode)

@@ -10,8 +10,7 @@ import SystemPackage
 extension FUSEBridge {
     /// Whether the kernel may still reach `item` through a name it had in the store before
     /// a move there (`VolumeObserver.nameLeftBehind`).
-    func mayBeReachedThroughOldName(_ item: Item) -> Bool {
-        guard let node = nodes.node(item.inode) else { return false }
+    func mayBeReachedThroughOldName(_ node: NodeTable.Node) -> Bool {
         if node.oldNamesInKernel.load(ordering: .acquiring) > 0 { return true }
         let grace = node.oldNameGraceUntil.load(ordering: .relaxed)
         return grace != 0 && MonotonicClock.now() < grace
@@ -30,18 +29,19 @@ extension FUSEBridge {
     /// Whether the kernel's inode of this regular file may predate an edit made in the
     /// store: the file changed outside the mount since the kernel last made an inode for it
     /// (the first reference after it forgot the item, `NodeTable.Node.madeAt`).
-    func kernelMayHoldOldState(_ item: Item) -> Bool {
-        guard volume.kernelCachesWrites, item.isRegularFile, let node = nodes.node(item.inode) else { return false }
-        return item.changedOutsideEpoch > node.madeAt
+    func kernelMayHoldOldState(_ node: NodeTable.Node) -> Bool {
+        volume.kernelCachesWrites && node.item.isRegularFile && node.item.changedOutsideEpoch > node.madeAt
     }
 
-    /// A look-up resolved `name` in `dir` to `item`. A file the kernel held already, with an
+    /// A look-up resolved `name` in `dir` to the node `given` (`NodeTable.add`). A file the
+    /// kernel held already (not new), with an
     /// inode that may predate an edit in the store, while a handle keeps that inode: the
     /// kernel gives the name the old inode, with its old size. Its entry must go with the
     /// last handle, as the entry of the file's own name does (`handleReleased`); the name
     /// may be another than that one (renamed or linked in the store).
-    func gaveName(_ name: UnsafePointer<CChar>, in dir: Item, to item: Item, isNew: Bool) {
-        guard !isNew, item.isOpen, kernelMayHoldOldState(item), let node = nodes.node(item.inode),
+    func gaveName(_ name: UnsafePointer<CChar>, in dir: Item, to given: (node: NodeTable.Node, isNew: Bool)) {
+        let (node, item) = (given.node, given.node.item)
+        guard !given.isNew, item.isOpen, kernelMayHoldOldState(node),
               let component = FilePath.Component(platformString: name) else { return }
         if let (parent, known) = item.placement, parent == dir.inode, known == component { return }
         node.namesGivenWhileStale.withLock { names in
@@ -56,7 +56,7 @@ extension FUSEBridge {
     /// the last handle gone, the entries go again, so that the inode can go and the next
     /// look-up makes a new one.
     func handleReleased(_ item: Item) {
-        guard !item.isOpen, kernelMayHoldOldState(item), let node = nodes.node(item.inode) else { return }
+        guard volume.kernelCachesWrites, !item.isOpen, let node = nodes.node(item.inode), kernelMayHoldOldState(node) else { return }
         let others = node.namesGivenWhileStale.withLock { names in
             defer { names = [] }
             return names

@@ -159,7 +159,7 @@ public final class FUSEBridge: @unchecked Sendable {
         do {
             let (item, st) = try volume.lookup(dir, name)
             staleOpens.lookedUp(reply.caller.pid, parent: dir.inode, name: name, found: item)
-            gaveName(name, in: dir, to: item, isNew: nodes.add(item, madeAt: epoch).isNew)
+            gaveName(name, in: dir, to: nodes.add(item, madeAt: epoch))
             reply.entry(item.inode, st, timeouts: timeouts)
         } catch {
             staleOpens.lookedUp(reply.caller.pid, parent: dir.inode, name: name, found: nil)

@@ -116,11 +116,11 @@ public final class KernelNotifier: VolumeObserver, @unchecked Sendable {
     /// Under writeback, a file whose kernel inode now predates the change is also let go
     /// of (`letGoOfOldState`).
     public func itemChanged(_ inode: UInt64) {
-        guard let item = bridge.nodes.item(inode) else { return }
+        guard let node = bridge.nodes.node(inode) else { return }
         lanes.add(.item(inode)) { [self] in
             if invalidateInode(inode) { retries.withLock { $0[inode] = nil } } else { retryLater(inode) }
         }
-        if bridge.kernelMayHoldOldState(item) { letGoOfOldState(inode) }
+        if bridge.kernelMayHoldOldState(node) { letGoOfOldState(inode) }
     }
 
     // An OPEN waits only for its own item's lane: not for entry invalidations, which may
@@ -159,7 +159,7 @@ public final class KernelNotifier: VolumeObserver, @unchecked Sendable {
     }
 
     private func pruneOldState(_ inode: UInt64, tries: Int) {
-        guard let item = bridge.nodes.item(inode), bridge.kernelMayHoldOldState(item) else { return }
+        guard let node = bridge.nodes.node(inode), bridge.kernelMayHoldOldState(node) else { return }
         prune([inode])
         guard tries < 8 else { return }
         DispatchQueue.global().asyncAfter(deadline: .now() + .nanoseconds(Self.firstRetryNanoseconds << tries)) { [self] in
