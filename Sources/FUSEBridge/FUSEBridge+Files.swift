@@ -281,7 +281,8 @@ extension FUSEBridge {
                 do {
                     // Counted before the core takes the root's entries (`Volume.openDirectory`):
                     // a change counted after makes this handle a stale feeder, and one counted
-                    // before is in them.
+                    // before is in them. Only a directory is counted: nothing may fail after.
+                    guard item.isDirectory else { throw Errno.notDirectory }
                     let listing = coherent && isCoherent
                         ? nodes.openedListing(node, maxAge: FUSEBridge.nanoseconds(timeouts.attributes)) : nil
                     let directory = OpenDirectory(try volume.openDirectory(item), node: node, listing: listing)

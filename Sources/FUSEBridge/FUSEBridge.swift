@@ -158,11 +158,11 @@ public final class FUSEBridge: @unchecked Sendable {
         let epoch = volume.outsideChangeEpoch
         do {
             let (item, st) = try volume.lookup(dir, name)
-            staleOpens.lookedUp(reply.caller.pid, parent: dir.inode, name: name, found: item)
+            staleOpens.lookedUp(reply.caller.pid, found: item)
             gaveName(name, in: dir, to: nodes.add(item, madeAt: epoch))
             reply.entry(item.inode, st, timeouts: timeouts)
         } catch {
-            staleOpens.lookedUp(reply.caller.pid, parent: dir.inode, name: name, found: nil)
+            staleOpens.lookedUp(reply.caller.pid, found: nil)
             if error == .noSuchFileOrDirectory && timeouts.negative > 0 { return reply.negativeEntry(timeouts: timeouts) }
             reply.fail(error)
         }

@@ -13,12 +13,15 @@ import SystemPackage
 /// found, as on any file system where a rename races an open. The kernel sends the retry
 /// from the same thread (the request's pid is the thread id), for the item now under the
 /// same name, or for the same item when there was no path to walk again (`/proc/PID/fd`).
-/// The thread's LOOKUP of that name in between is the fresh walk (`lookedUp`): the item it
-/// found is the one the retry opens, whatever the item is known by (a hard link's other
-/// name, moved in the store over the replaced file, whose retry would else be answered
-/// ESTALE too, which the program would see). A retry whose lookup failed (the file was deleted) never comes: its entry must not
-/// excuse the thread's next, unrelated open, hence the name, and the failed LOOKUP of that
-/// name by the thread drops it. The entry holds the item itself, whose
+/// The thread's LOOKUPs in between are the fresh walk (`lookedUp`, `LOOKUP_REVAL` looks
+/// every component up again), and the last of them resolves the name the retry opens: the
+/// item it found is the one the retry opens, whatever the item is known by (a hard link's
+/// other name, moved in the store over the replaced file) and whatever name the daemon had
+/// recorded for the replaced item (one the store moved it to since the kernel resolved it:
+/// the kernel walks the name it holds). Either would else be answered ESTALE again, which
+/// the program would see. A retry whose walk failed (the file was deleted) never comes: its
+/// entry must not excuse the thread's next, unrelated open, and the thread's failed LOOKUP
+/// drops it. The entry holds the item itself, whose
 /// descriptor pins its inode: matched by number, a file made later under the freed number
 /// could be taken for the retry, and a stale entry of it served.
 final class StaleOpens: Sendable {
@@ -83,16 +86,16 @@ final class StaleOpens: Sendable {
         }
     }
 
-    /// `pid`'s LOOKUP of `name` in `parent` found `item` (nil: nothing). If that thread's last
-    /// open of the name was answered ESTALE, this is the retry's fresh walk: its OPEN is of
-    /// `item`, and with nothing found the retry never comes. `pid` is read only while some
-    /// open was answered ESTALE.
-    func lookedUp(_ pid: @autoclosure () -> Int32, parent: UInt64, name: UnsafePointer<CChar>, found item: Item?) {
+    /// `pid`'s LOOKUP found `item` (nil: nothing). If that thread's last open was answered
+    /// ESTALE, this is part of the retry's fresh walk, and the walk's last LOOKUP is of the
+    /// name the retry opens: its OPEN is of `item`, and with nothing found the retry never
+    /// comes. `pid` is read only while some open was answered ESTALE.
+    func lookedUp(_ pid: @autoclosure () -> Int32, found item: Item?) {
         guard pending.load(ordering: .acquiring) else { return }
         let pid = pid()
         guard pid != 0 else { return }
         state.withLock { s in
-            guard let a = s.answered[pid], a.parent == parent, a.name.withPlatformString({ strcmp($0, name) == 0 }) else { return }
+            guard s.answered[pid] != nil else { return }
             if let item {
                 s.answered[pid]!.found = item
             } else {
