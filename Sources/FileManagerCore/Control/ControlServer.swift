@@ -283,6 +283,7 @@ public final class ControlServer: @unchecked Sendable {
             queue.add(run)
             return
         }
+        settleWaitingEnded()
         let mine = waiting[uid, default: 0]
         if mine >= limits.waitingPerUser || (uid != 0 && waitingTotal >= limits.waiting) {
             let limit = mine >= limits.waitingPerUser ? "\(limits.waitingPerUser) for uid \(uid)" : "\(limits.waiting) in all"
@@ -300,11 +301,22 @@ public final class ControlServer: @unchecked Sendable {
         if uid != 0 { waitingTotal += 1 }
         Threads.start(named: "cfs-control-w") { [self] in
             let response = handler(request, connection)
-            connection.send(response)
+            // Counted as ended before the answer goes: a client that saw the answer and sends
+            // the next request finds the slot free (`settleWaitingEnded` at its dispatch).
             waitingEnded.withLock { $0.append(uid) }
+            connection.send(response)
             finished.withLock { $0.append(fd) }
             var one: UInt64 = 1
             _ = write(wake, &one, 8)
+        }
+    }
+
+    /// Gives back the slots of the waiting requests that ended; on the loop's thread.
+    private func settleWaitingEnded() {
+        for uid in waitingEnded.withLock({ e -> [uid_t] in defer { e.removeAll() }; return e }) {
+            waiting[uid, default: 1] -= 1
+            if waiting[uid] == 0 { waiting[uid] = nil }
+            if uid != 0 { waitingTotal -= 1 }
         }
     }
 
@@ -316,11 +328,7 @@ public final class ControlServer: @unchecked Sendable {
             f.removeAll()
             return taken
         }
-        for uid in waitingEnded.withLock({ e -> [uid_t] in defer { e.removeAll() }; return e }) {
-            waiting[uid, default: 1] -= 1
-            if waiting[uid] == 0 { waiting[uid] = nil }
-            if uid != 0 { waitingTotal -= 1 }
-        }
+        settleWaitingEnded()
         for fd in done {
             guard let client = clients[fd] else { continue }
             client.busy = false
