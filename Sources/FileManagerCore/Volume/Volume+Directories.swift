@@ -55,7 +55,7 @@ extension Volume {
         return stream
     }
 
-    /// Has the observers drop what they cached of `item` (`VolumeObserver.itemChanged`: for
+    /// Asks the observers to drop what they cached of `item` (`VolumeObserver.itemChanged`: for
     /// a directory, the kernel's cached listing goes with it) and runs `then` once that is
     /// done: at once, on this thread, when no observer has anything pending.
     public func afterInvalidating(_ item: Item, then: @escaping @Sendable () -> Void) {
