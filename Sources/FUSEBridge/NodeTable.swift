@@ -148,7 +148,8 @@ final class NodeTable: VolumeObserver, Sendable {
         node(directory)?.listing.withLock { $0.changed() }
     }
 
-    func everyListingChanged() {
+    /// Lost events (the watcher's queue overflowed): every listing may have changed.
+    func resync() {
         listingResets.add(1, ordering: .releasing)
     }
 
