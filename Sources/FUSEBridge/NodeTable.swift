@@ -131,9 +131,6 @@ final class NodeTable: VolumeObserver, Sendable {
         }
     }
 
-    /// How many nodes the kernel holds.
-    var count: Int { shards.reduce(0) { $0 + $1.entries.withLock { $0.count } } }
-
     // MARK: - Listings the kernel caches (DESIGN.md 34)
 
     /// An OPENDIR of `node`: whether the kernel may cache what the handle lists and list

@@ -130,18 +130,11 @@ public final class ItemTable: Sendable {
     var holdsLinkedFiles: Bool { linkedItems.load(ordering: .relaxed) > 0 }
 
     /// Every inode with a live item (the watcher lost events: every item may have changed).
-    public func allInodes() -> [UInt64] {
-        entries().compactMap { ItemTable.alive($0.value) == nil ? nil : $0.key }
-    }
-
-    /// How many items are alive: for tests and statistics.
-    public var count: Int { entries().count { ItemTable.alive($0.value) != nil } }
-
-    /// Every entry, copied out of the locks: whether an entry's item is alive is asked
+    /// The entries are copied out of the locks: whether an entry's item is alive is asked
     /// outside them, since the reference that asks may be the item's last, and an item that
     /// goes leaves its shard (`departing`).
-    private func entries() -> [(key: UInt64, value: Entry)] {
-        shards.flatMap { s in s.withLock { Array($0) } }
+    public func allInodes() -> [UInt64] {
+        shards.flatMap { s in s.withLock { Array($0) } }.compactMap { ItemTable.alive($0.value) == nil ? nil : $0.key }
     }
 }
 
