@@ -115,16 +115,19 @@ public final class FanotifyWatcher: StoreWatching, FileWatching, @unchecked Send
         self.volume = volume
         self.listener = listener
         self.logger = logger
+        // What the init opened, closed again when it throws (the error is read first).
+        var opened = [wakeFD]
+        func refusing(_ error: Errno) -> Errno {
+            for fd in opened { Glibc.close(fd) }
+            return error
+        }
         let isRoot = geteuid() == 0
         // Root in a user namespace may not have unlimited marks: then the user's limit.
         var fan = isRoot ? clinux_fanotify_init(1) : -1
         marksLimited = fan < 0
         if fan < 0 { fan = clinux_fanotify_init(0) }
-        guard fan >= 0 else {
-            let error = Errno(rawValue: errno)
-            Glibc.close(wakeFD)
-            throw error
-        }
+        guard fan >= 0 else { throw refusing(Errno(rawValue: errno)) }
+        opened.append(fan)
         self.fan = fan
         let tops = [(volume.store.containersFD, "containers"), (volume.store.trashFD, "trash"), (volume.store.snapshotsFD, "snapshots")]
         if isRoot && Self.isFileSystemRoot(volume.store.rootFD)
@@ -137,32 +140,18 @@ public final class FanotifyWatcher: StoreWatching, FileWatching, @unchecked Send
         inodeLeadsHandle = clinux_fs_type(volume.store.containersFD) == 0xEF53
         // Without CAP_DAC_READ_SEARCH no handle can be opened: only inode numbers read from
         // the handles themselves name what changed.
-        guard isRoot || inodeLeadsHandle else {
-            Glibc.close(fan)
-            Glibc.close(wakeFD)
-            throw .notPermitted
-        }
+        guard isRoot || inodeLeadsHandle else { throw refusing(.notPermitted) }
         // open_by_handle_at takes no O_PATH descriptor for its mount.
         mountFD = (try? Syscall.openat(volume.store.rootFD, ".", O_RDONLY | O_DIRECTORY)) ?? -1
-        guard mountFD >= 0 else {
-            let error = Errno(rawValue: errno)
-            Glibc.close(fan)
-            Glibc.close(wakeFD)
-            throw error
-        }
+        guard mountFD >= 0 else { throw refusing(Errno(rawValue: errno)) }
+        opened.append(mountFD)
         guard marking == .directories else { return }
         for (fd, name) in tops {
             guard let st = try? Syscall.fstat(fd) else { continue }
             roots[UInt64(st.st_ino)] = (fd, name)
             marked.withLock { $0[UInt64(st.st_ino)] = (0, nil) }
             // The roots at once: a refusal (this user's marks exhausted, say) means no watcher.
-            guard clinux_fanotify_mark_directory(fan, fd) == 0 else {
-                let error = Errno(rawValue: errno)
-                Glibc.close(fan)
-                Glibc.close(mountFD)
-                Glibc.close(wakeFD)
-                throw error
-            }
+            guard clinux_fanotify_mark_directory(fan, fd) == 0 else { throw refusing(Errno(rawValue: errno)) }
         }
         walked.store(false, ordering: .releasing)
         volume.items.everyFileWatched.store(volume.kernelCachesWrites, ordering: .releasing)
