@@ -439,16 +439,10 @@ public final class FanotifyWatcher: StoreWatching, FileWatching, @unchecked Send
         volume.outsideItemChanges.noteEverything()
         volume.items.outsideEntryEpoch.add(1, ordering: .releasing)
         volume.notify { $0.resync() }
-        var files: [Item] = []
         for inode in volume.items.allInodes() {
-            volume.forgetCachedAttributes(inode)
-            if volume.kernelCachesWrites, let item = volume.items.item(inode), item.isRegularFile {
-                volume.markChangedOutside(item)
-                files.append(item)
-            }
-            volume.notify { $0.itemChanged(inode) }
+            let item = volume.item(inode)
+            itemChanged(inode, item, knownAs: item?.placement, inline: false)
         }
-        for case let (parent, name)? in files.map(\.placement) { volume.dropOldInode(parent: parent, name: name) }
         listener?.storeChanged(.resync(nil))
     }
 
