@@ -61,15 +61,12 @@ final class NodeTable: VolumeObserver, Sendable {
     private final class Shard: Sendable {
         let entries = Mutex<[UInt64: Entry]>([:])
     }
-    private static let shardCount = 64
-    private let shards: [Shard] = (0..<NodeTable.shardCount).map { _ in Shard() }
+    private let shards: [Shard] = (0..<ItemTable.shardCount).map { _ in Shard() }
     /// Bumped when every listing the kernel cached may be wrong (`ListingCache`).
     private let listingResets = Atomic<UInt64>(0)
 
     @inline(__always)
-    private func shard(_ ino: UInt64) -> Shard {
-        shards[Int(truncatingIfNeeded: (ino &* 0x9E37_79B9_7F4A_7C15) >> 58)]
-    }
+    private func shard(_ ino: UInt64) -> Shard { shards[ItemTable.shardIndex(ino)] }
 
     @inline(__always)
     func item(_ ino: UInt64) -> Item? { shard(ino).entries.withLock { $0[ino]?.node.item } }

@@ -12,7 +12,11 @@ import SystemPackage
 /// (passthrough_ll's single-mutex list is its top hotspot). Lock order: a shard lock is
 /// taken alone, or before an `Item.state` lock, never the other way round.
 public final class ItemTable: Sendable {
-    static let shardCount = 64
+    /// How many shards, and which one an inode's is (a Fibonacci hash of the number): the
+    /// bridge's node table is sharded the same way.
+    public static let shardCount = 64
+    @inlinable @inline(__always)
+    public static func shardIndex(_ inode: UInt64) -> Int { Int(truncatingIfNeeded: (inode &* 0x9E37_79B9_7F4A_7C15) >> 58) }
     /// A weak reference: the table must not keep an item (and its descriptor) alive.
     /// Read only through `alive(_:)`: Swift 6.3 miscompiles `table[key]?.item` on a weak
     /// field of an optional struct (it loads the weak reference of a missing entry).
@@ -56,7 +60,7 @@ public final class ItemTable: Sendable {
     }
 
     @inline(__always)
-    private func shard(_ inode: UInt64) -> Int { Int(truncatingIfNeeded: (inode &* 0x9E37_79B9_7F4A_7C15) >> 58) }
+    private func shard(_ inode: UInt64) -> Int { Self.shardIndex(inode) }
 
     /// The live item with this number.
     @inline(__always)
