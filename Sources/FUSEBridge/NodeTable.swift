@@ -120,6 +120,7 @@ final class NodeTable: VolumeObserver, Sendable {
 
     /// DESTROY: the kernel forgets every node at once.
     func removeAll() {
+        // Each shard's entries are handed out of its lock and dropped there (see `forget`).
         for s in shards {
             _ = s.entries.withLock { table -> [UInt64: Entry] in
                 defer { table = [:] }
