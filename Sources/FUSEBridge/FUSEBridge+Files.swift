@@ -12,7 +12,7 @@ extension FUSEBridge {
     /// callers get uncached I/O (`direct_io`) while the backing descriptor stays buffered.
     /// `clearsSetID`: the kernel's FUSE_OPEN_KILL_SUIDGID, read off the wire by `CFuseTap`.
     func open(_ reply: consuming Reply, _ ino: fuse_ino_t, _ fi: UnsafeMutablePointer<fuse_file_info>, clearsSetID: Bool) {
-        guard let node = nodes.node(UInt64(ino)) else { return reply.fail(Errno.noSuchFileOrDirectory) }
+        guard let node = nodes.view(UInt64(ino)) else { return reply.fail(Errno.noSuchFileOrDirectory) }
         // The kernel's fuse_file_info lives until the handler returns; a later answer uses a copy.
         let info = fi.pointee
         let caller = reply.caller(clearingSetID: clearsSetID)
@@ -30,7 +30,7 @@ extension FUSEBridge {
         afterStoreNews(reply, node.item.inode) { [self] reply in open(reply, node, info, caller, keepsPages: coherent) }
     }
 
-    private func open(_ reply: consuming Reply, _ node: NodeTable.Node, _ info: fuse_file_info, _ caller: Caller, keepsPages: Bool) {
+    private func open(_ reply: consuming Reply, _ node: NodeTable.View, _ info: fuse_file_info, _ caller: Caller, keepsPages: Bool) {
         let item = node.item
         let flags = info.flags
         // A name replaced in the store while the kernel still had it cached: the kernel
@@ -38,7 +38,7 @@ extension FUSEBridge {
         // watcher that hears every change, the kernel's entries live for the short
         // timeouts, and every open looks at its name.
         let answered = staleOpens.take(caller.pid)
-        if volume.wasReplacedInStore(item, everyTime: !isCoherent) || mayBeReachedThroughOldName(node),
+        if volume.wasReplacedInStore(item, everyTime: !isCoherent) || nodes.mayBeReachedThroughOldName(item.inode),
            let (parent, name) = item.placement, answered?.isRetry(of: item, parent, name) != true {
             staleOpens.answered(caller.pid, item: item, parent: parent, name: name)
             return reply.fail(Errno.staleNFSFileHandle)
@@ -58,7 +58,7 @@ extension FUSEBridge {
             do {
                 let file = try volume.open(item, flags: flags, caller: caller, uncached: kernelMayHoldOldState(node))
                 info.fh = FUSEBridge.retain(file)
-                let backing = handleMode(&info, file, node, keepsPages: keepsPages)
+                let backing = handleMode(&info, file, keepsPages: keepsPages)
                 // An open that found the content moved (this one, or another just before it)
                 // is telling the kernel that its size and times of the file are old: a read
                 // that began before that news and ended short would not cut the size (the
@@ -88,9 +88,9 @@ extension FUSEBridge {
     /// kernel, presenters hear at RELEASE), and each FLUSH is a round trip close(2) waits for
     /// (DESIGN.md 30). Under `-o writeback` the kernel sends FLUSH regardless. Lock handlers
     /// (`getlk`/`setlk`) would need FLUSH back: it is the only release of a remote lock.
-    private func handleMode(_ info: inout fuse_file_info, _ file: OpenFile, _ node: NodeTable.Node, keepsPages: Bool = true) -> CInt? {
+    private func handleMode(_ info: inout fuse_file_info, _ file: OpenFile, keepsPages: Bool = true) -> CInt? {
         cfuse_fi_set_noflush(&info, 1)
-        if let backing = passthrough?.backingID(for: file, of: node) { return backing }
+        if let backing = passthrough?.backingID(for: file, of: nodes) { return backing }
         if file.direct || file.uncached { cfuse_fi_set_direct_io(&info, 1) }
         else if keepsPages && isCoherent { cfuse_fi_set_keep_cache(&info, 1) }
         return nil
@@ -114,16 +114,14 @@ extension FUSEBridge {
         let info = fi.pointee
         coordinate(reply, RequestNames(name), { creating(name, in: dir) }) { [self, info] reply, names in
             var info = info
-            let epoch = volume.outsideChangeEpoch
             do {
                 let (item, st, file) = try volume.create(dir, names.first, mode: mode, flags: info.flags, caller: caller)
-                let node = nodes.add(item, madeAt: epoch).node
                 info.fh = FUSEBridge.retain(file)
-                let backing = handleMode(&info, file, node)
+                let backing = handleMode(&info, file)
                 if !reply.create(item.inode, st, timeouts: timeouts, &info, passthrough: backing) {
                     // The caller is gone (interrupted): no RELEASE or FORGET will come.
                     FUSEBridge.releaseHandle(info.fh, as: OpenFile.self)
-                    nodes.forget(item.inode, count: 1)
+                    nodes.release(item.inode, count: 1)
                 }
             } catch {
                 reply.fail(error)
@@ -268,8 +266,7 @@ extension FUSEBridge {
     /// caches what it lists (`cache_readdir`) and may list again from that cache
     /// (`keep_cache`) while the daemon can vouch for it (`ListingCache`, DESIGN.md 34).
     func opendir(_ reply: consuming Reply, _ ino: fuse_ino_t, _ fi: UnsafeMutablePointer<fuse_file_info>) {
-        guard let node = nodes.node(UInt64(ino)) else { return reply.fail(Errno.noSuchFileOrDirectory) }
-        let item = node.item
+        guard let item = node(ino) else { return reply.fail(Errno.noSuchFileOrDirectory) }
         let info = fi.pointee
         // As for pages (`open`): coherent both when it caught up and at its answer.
         let coherent = isCoherent
@@ -283,9 +280,9 @@ extension FUSEBridge {
                     // a change counted after makes this handle a stale feeder, and one counted
                     // before is in them. Only a directory is counted: nothing may fail after.
                     guard item.isDirectory else { throw Errno.notDirectory }
-                    let listing = coherent && isCoherent
-                        ? nodes.openedListing(node, maxAge: FUSEBridge.nanoseconds(timeouts.attributes)) : nil
-                    let directory = OpenDirectory(try volume.openDirectory(item), node: node, listing: listing)
+                    let listed = coherent && isCoherent ? nodes.node(item.inode) : nil
+                    let listing = listed.map { nodes.openedListing($0, maxAge: FUSEBridge.nanoseconds(timeouts.attributes)) }
+                    let directory = OpenDirectory(try volume.openDirectory(item), node: listed, listing: listing)
                     if directory.cachesListing {
                         cfuse_fi_set_cache_readdir(&info, 1)
                         cfuse_fi_set_keep_cache(&info, 1)
@@ -299,7 +296,7 @@ extension FUSEBridge {
                     // Its pages go with the directory's invalidation.
                     let parked = ParkedRequest(reply)
                     volume.afterInvalidating(item) {
-                        node.listing.withLock { $0.dropped() }
+                        listed?.listing.withLock { $0.dropped() }
                         answer(parked.take())
                     }
                 } catch {
@@ -325,15 +322,14 @@ extension FUSEBridge {
     }
 
     /// READDIR / READDIRPLUS: fills at most `size` bytes from the cookie `offset`. With
-    /// `plus`, each entry (but `.` and `..`) is looked up, and counted as a kernel reference
-    /// once it fits; an entry that vanished meanwhile is skipped.
+    /// `plus`, each entry (but `.` and `..`) is looked up, which counts a kernel reference
+    /// given back if the entry does not fit; an entry that vanished meanwhile is skipped.
     func readdir(_ reply: consuming Reply, _ size: Int, _ offset: off_t, _ fi: UnsafeMutablePointer<fuse_file_info>?, plus: Bool) {
         guard let dir = FUSEBridge.directory(fi)?.handle else { return reply.fail(Errno.badFileDescriptor) }
         let buffer = UnsafeMutableRawPointer.allocate(byteCount: max(size, 1), alignment: 8)
         defer { buffer.deallocate() }
         var used = 0
         let request = reply.request
-        let epoch = volume.outsideChangeEpoch
         do {
             try volume.readDirectory(dir, from: Int64(offset)) { entry in
                 let remaining = size - used
@@ -363,8 +359,11 @@ extension FUSEBridge {
                         }
                     }
                     entrySize = fuse_add_direntry_plus(request, out, remaining, entry.name, &e, off_t(entry.nextOffset))
-                    if entrySize > remaining { return false }
-                    if let looked { gaveName(entry.name, in: dir.item, to: nodes.add(looked, madeAt: epoch)) }
+                    if entrySize > remaining {
+                        if let looked { nodes.release(looked.inode, count: 1) }  // not answered: no reference
+                        return false
+                    }
+                    if let looked { gaveName(entry.name, in: dir.item, to: looked) }
                 } else {
                     var st = stat()
                     st.st_ino = ino_t(entry.inode)
@@ -377,8 +376,8 @@ extension FUSEBridge {
             }
             reply.buffer(UnsafeRawBufferPointer(start: buffer, count: used))
         } catch {
-            // Entries already taken with `plus` stay referenced only if we answer them; an
-            // error after some were added answers what we have, as the kernel expects.
+            // Entries looked up with `plus` are referenced only if answered: an error after
+            // some were added answers what we have, as the kernel expects.
             if used > 0 { reply.buffer(UnsafeRawBufferPointer(start: buffer, count: used)) } else { reply.fail(error) }
         }
     }

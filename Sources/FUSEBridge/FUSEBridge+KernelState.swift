@@ -3,19 +3,7 @@ import SystemPackage
 
 // What the kernel holds that the store no longer says: names it resolved that the store
 // moved away, and (under writeback) inodes older than the file. Kept on the item's node
-// (`NodeTable.Node`); the core tells of the changes (`VolumeObserver`).
-
-// MARK: - Old names (DESIGN.md 27)
-
-extension FUSEBridge {
-    /// Whether the kernel may still reach `item` through a name it had in the store before
-    /// a move there (`VolumeObserver.nameLeftBehind`).
-    func mayBeReachedThroughOldName(_ node: NodeTable.Node) -> Bool {
-        if node.oldNamesInKernel.load(ordering: .acquiring) > 0 { return true }
-        let grace = node.oldNameGraceUntil.load(ordering: .relaxed)
-        return grace != 0 && MonotonicClock.now() < grace
-    }
-}
+// (`NodeTable`); the core tells of the changes (`VolumeObserver`).
 
 // MARK: - Kernel inodes older than the file (`-o writeback`, DESIGN.md 22)
 //
@@ -28,23 +16,21 @@ extension FUSEBridge {
 extension FUSEBridge {
     /// Whether the kernel's inode of this regular file may predate an edit made in the
     /// store: the file changed outside the mount since the kernel last made an inode for it
-    /// (the first reference after it forgot the item, `NodeTable.Node.madeAt`).
-    func kernelMayHoldOldState(_ node: NodeTable.Node) -> Bool {
+    /// (the first reference after it forgot the item, `NodeTable.View.madeAt`).
+    func kernelMayHoldOldState(_ node: NodeTable.View) -> Bool {
         volume.kernelCachesWrites && node.item.isRegularFile && node.item.changedOutsideEpoch > node.madeAt
     }
 
-    /// A look-up resolved `name` in `dir` to the node `given` (`NodeTable.add`). A file the
-    /// kernel held already (not new), with an
-    /// inode that may predate an edit in the store, while a handle keeps that inode: the
-    /// kernel gives the name the old inode, with its old size. Its entry must go with the
-    /// last handle, as the entry of the file's own name does (`handleReleased`); the name
-    /// may be another than that one (renamed or linked in the store).
-    func gaveName(_ name: UnsafePointer<CChar>, in dir: Item, to given: (node: NodeTable.Node, isNew: Bool)) {
-        let (node, item) = (given.node, given.node.item)
-        guard !given.isNew, item.isOpen, kernelMayHoldOldState(node),
+    /// A look-up resolved `name` in `dir` to `item`. A file open through the mount (so the
+    /// kernel holds an inode of it), with an inode that may predate an edit in the store:
+    /// the kernel gives the name the old inode, with its old size. Its entry must go with
+    /// the last handle, as the entry of the file's own name does (`handleReleased`); the
+    /// name may be another than that one (renamed or linked in the store).
+    func gaveName(_ name: UnsafePointer<CChar>, in dir: Item, to item: Item) {
+        guard volume.kernelCachesWrites, item.isOpen, let view = nodes.view(item.inode), kernelMayHoldOldState(view),
               let component = FilePath.Component(platformString: name) else { return }
         if let (parent, known) = item.placement, parent == dir.inode, known == component { return }
-        node.namesGivenWhileStale.withLock { names in
+        nodes.node(item.inode)?.namesGivenWhileStale.withLock { names in
             guard !names.contains(where: { $0.parent == dir.inode && $0.name == component }), names.count < 8 else { return }
             names.append((dir.inode, component))
         }
@@ -56,11 +42,11 @@ extension FUSEBridge {
     /// the last handle gone, the entries go again, so that the inode can go and the next
     /// look-up makes a new one.
     func handleReleased(_ item: Item) {
-        guard volume.kernelCachesWrites, !item.isOpen, let node = nodes.node(item.inode), kernelMayHoldOldState(node) else { return }
-        let others = node.namesGivenWhileStale.withLock { names in
+        guard volume.kernelCachesWrites, !item.isOpen, let view = nodes.view(item.inode), kernelMayHoldOldState(view) else { return }
+        let others: [(parent: UInt64, name: FilePath.Component)] = view.node?.namesGivenWhileStale.withLock { names in
             defer { names = [] }
             return names
-        }
+        } ?? []
         if let (parent, name) = item.placement { volume.dropOldInode(parent: parent, name: name) }
         for (parent, name) in others { volume.dropOldInode(parent: parent, name: name) }
     }

@@ -23,8 +23,8 @@ import SystemPackage
 /// `NodeTable`).
 public final class FUSEBridge: @unchecked Sendable {
     public let volume: Volume
-    /// The items the kernel holds, with its lookup counts.
-    let nodes = NodeTable()
+    /// The items the kernel holds, with its lookup counts: the volume's `ItemKeeper`.
+    let nodes: NodeTable
     /// What the kernel may cache while the store watcher sees every change...
     let coherentTimeouts: CacheTimeouts
     /// ...and what it may cache once it does not (watch limit reached): short, like an
@@ -41,15 +41,16 @@ public final class FUSEBridge: @unchecked Sendable {
     /// it understands (FUSE_NOTIFY_PRUNE from 45).
     let kernelMinor = Atomic<UInt32>(0)
 
-    public init(volume: Volume, timeouts: CacheTimeouts, fallbackTimeouts: CacheTimeouts = CacheTimeouts(),
+    /// `nodes`: the table `volume` keeps its items in.
+    public init(volume: Volume, nodes: NodeTable, timeouts: CacheTimeouts, fallbackTimeouts: CacheTimeouts = CacheTimeouts(),
                 watcher: (any StoreWatching)?, coordination: MountCoordination?, passthrough: Bool = false) {
         self.volume = volume
+        self.nodes = nodes
         self.passthrough = passthrough && !volume.kernelCachesWrites ? Passthrough() : nil
         self.coordination = coordination
         self.coherentTimeouts = timeouts
         self.fallbackTimeouts = fallbackTimeouts
         self.watcher = watcher
-        nodes.addPermanent(volume.root)
         volume.addObserver(nodes)
     }
 
@@ -66,12 +67,10 @@ public final class FUSEBridge: @unchecked Sendable {
     @inline(__always)
     func node(_ ino: fuse_ino_t) -> Item? { nodes.item(UInt64(ino)) }
 
-    /// Answers with the entry of `item`, counted as a kernel reference first (a FORGET may
-    /// follow the answer at once). `epoch`: `Volume.outsideChangeEpoch` read before the
-    /// request found or made the item.
-    func answer(_ reply: consuming Reply, entry item: Item, _ st: stat, since epoch: UInt64) {
-        nodes.add(item, madeAt: epoch)
-        reply.entry(item.inode, st, timeouts: timeouts)
+    /// Answers with the entry of `item`, which the core handed out held once for the
+    /// kernel; the hold is given back if the kernel no longer waits for the answer.
+    func answer(_ reply: consuming Reply, entry item: Item, _ st: stat) {
+        if !reply.entry(item.inode, st, timeouts: timeouts) { nodes.release(item.inode, count: 1) }
     }
 
     @inline(__always)
@@ -155,12 +154,11 @@ public final class FUSEBridge: @unchecked Sendable {
     /// It may be the fresh walk of an open answered ESTALE, which the retry follows (`StaleOpens`).
     func lookup(_ reply: consuming Reply, _ parent: fuse_ino_t, _ name: UnsafePointer<CChar>) {
         guard let dir = node(parent) else { return reply.fail(Errno.noSuchFileOrDirectory) }
-        let epoch = volume.outsideChangeEpoch
         do {
             let (item, st) = try volume.lookup(dir, name)
             staleOpens.lookedUp(reply.caller.pid, found: item)
-            gaveName(name, in: dir, to: nodes.add(item, madeAt: epoch))
-            reply.entry(item.inode, st, timeouts: timeouts)
+            gaveName(name, in: dir, to: item)
+            answer(reply, entry: item, st)
         } catch {
             staleOpens.lookedUp(reply.caller.pid, found: nil)
             if error == .noSuchFileOrDirectory && timeouts.negative > 0 { return reply.negativeEntry(timeouts: timeouts) }
@@ -170,13 +168,13 @@ public final class FUSEBridge: @unchecked Sendable {
 
     /// FORGET: drops `count` kernel references; the item (and its descriptor) goes at zero.
     func forget(_ reply: consuming Reply, _ ino: fuse_ino_t, _ count: UInt64) {
-        nodes.forget(UInt64(ino), count: count)
+        nodes.release(UInt64(ino), count: count)
         reply.none()
     }
 
     func forgetMany(_ reply: consuming Reply, _ count: Int, _ list: UnsafeMutablePointer<fuse_forget_data>?) {
         if let list {
-            for i in 0..<count { nodes.forget(UInt64(list[i].ino), count: list[i].nlookup) }
+            for i in 0..<count { nodes.release(UInt64(list[i].ino), count: list[i].nlookup) }
         }
         reply.none()
     }
@@ -259,10 +257,9 @@ public final class FUSEBridge: @unchecked Sendable {
         if refusesBeforeWaiting(dir) { return reply.fail(Errno.readOnlyFileSystem) }
         let caller = reply.caller
         coordinate(reply, RequestNames(name), { creating(name, in: dir) }) { [self] reply, names in
-            let epoch = volume.outsideChangeEpoch
             do {
                 let (item, st) = try volume.mknod(dir, names.first, mode: mode, device: rdev, caller: caller)
-                answer(reply, entry: item, st, since: epoch)
+                answer(reply, entry: item, st)
             } catch {
                 reply.fail(error)
             }
@@ -274,10 +271,9 @@ public final class FUSEBridge: @unchecked Sendable {
         if refusesBeforeWaiting(dir) { return reply.fail(Errno.readOnlyFileSystem) }
         let caller = reply.caller
         coordinate(reply, RequestNames(name), { creating(name, in: dir) }) { [self] reply, names in
-            let epoch = volume.outsideChangeEpoch
             do {
                 let (item, st) = try volume.mkdir(dir, names.first, mode: mode, caller: caller)
-                answer(reply, entry: item, st, since: epoch)
+                answer(reply, entry: item, st)
             } catch {
                 reply.fail(error)
             }
@@ -289,10 +285,9 @@ public final class FUSEBridge: @unchecked Sendable {
         if refusesBeforeWaiting(dir) { return reply.fail(Errno.readOnlyFileSystem) }
         let caller = reply.caller
         coordinate(reply, RequestNames(name, target), { creating(name, in: dir) }) { [self] reply, names in
-            let epoch = volume.outsideChangeEpoch
             do {
                 let (item, st) = try volume.symlink(names.second, dir, names.first, caller: caller)
-                answer(reply, entry: item, st, since: epoch)
+                answer(reply, entry: item, st)
             } catch {
                 reply.fail(error)
             }
@@ -303,10 +298,9 @@ public final class FUSEBridge: @unchecked Sendable {
         guard let item = node(ino), let dir = node(newParent) else { return reply.fail(Errno.noSuchFileOrDirectory) }
         if refusesBeforeWaiting(dir) { return reply.fail(Errno.readOnlyFileSystem) }
         coordinate(reply, RequestNames(newName), { creating(newName, in: dir) }) { [self] reply, names in
-            let epoch = volume.outsideChangeEpoch
             do {
                 let (linked, st) = try volume.link(item, dir, names.first)
-                answer(reply, entry: linked, st, since: epoch)
+                answer(reply, entry: linked, st)
             } catch {
                 reply.fail(error)
             }

@@ -101,22 +101,20 @@ public final class KernelNotifier: VolumeObserver, @unchecked Sendable {
     }
 
     /// Counted on the item's node until the kernel dropped the entry, and for
-    /// `NodeTable.Node.oldNameGrace` after (`FUSEBridge.mayBeReachedThroughOldName`).
+    /// `NodeTable.Node.oldNameGrace` after (`NodeTable.mayBeReachedThroughOldName`).
     public func nameLeftBehind(_ inode: UInt64, parent: UInt64, name: FilePath.Component) {
         guard bridge.nodes.item(parent) != nil else { return }
-        let node = bridge.nodes.node(inode)
-        node?.oldNamesInKernel.add(1, ordering: .releasing)
+        let node = bridge.nodes.oldNameQueued(inode)
         lanes.add(.entries(of: parent)) { [self] in
             invalidateEntry(parent: parent, name: name)
-            node?.oldNameGraceUntil.max(MonotonicClock.now() + NodeTable.Node.oldNameGrace, ordering: .relaxed)
-            node?.oldNamesInKernel.subtract(1, ordering: .releasing)
+            if let node { bridge.nodes.oldNameTaken(node) }
         }
     }
 
     /// Under writeback, a file whose kernel inode now predates the change is also let go
     /// of (`letGoOfOldState`).
     public func itemChanged(_ inode: UInt64) {
-        guard let node = bridge.nodes.node(inode) else { return }
+        guard let node = bridge.nodes.view(inode) else { return }
         lanes.add(.item(inode)) { [self] in
             if invalidateInode(inode) { retries.withLock { $0[inode] = nil } } else { retryLater(inode) }
         }
@@ -159,7 +157,7 @@ public final class KernelNotifier: VolumeObserver, @unchecked Sendable {
     }
 
     private func pruneOldState(_ inode: UInt64, tries: Int) {
-        guard let node = bridge.nodes.node(inode), bridge.kernelMayHoldOldState(node) else { return }
+        guard let node = bridge.nodes.view(inode), bridge.kernelMayHoldOldState(node) else { return }
         prune([inode])
         guard tries < 8 else { return }
         DispatchQueue.global().asyncAfter(deadline: .now() + .nanoseconds(Self.firstRetryNanoseconds << tries)) { [self] in

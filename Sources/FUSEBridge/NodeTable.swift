@@ -6,21 +6,22 @@ import SystemPackage
 /// The nodes the kernel holds: for each node id (the item's inode number, DESIGN.md 60),
 /// the core's item and the kernel's lookup count (FUSE's `nlookup`: one per LOOKUP,
 /// CREATE, MKDIR, MKNOD, SYMLINK, LINK or READDIRPLUS entry answered, given back by
-/// FORGET). The table holds the items strongly, so an item (and its `O_PATH` descriptor)
-/// lives exactly as long as the kernel has a reference to it, or a request or open handle
-/// still uses it; the core keeps no count of its own (`ItemTable`).
+/// FORGET). It is the volume's `ItemKeeper`: the one table of live items. The volume's
+/// hold of an item it hands out is the kernel's reference to come, counted before the
+/// answer leaves (the kernel may send FORGET the moment it has it); a request that does
+/// not answer it gives the hold back. At zero the node goes, and with it the table's hold
+/// on the item (and its `O_PATH` descriptor) once no request or handle uses it.
 ///
-/// A node also keeps what only the kernel's view of the item needs (`Node`): as an observer
-/// of the volume, the table hears which directories' listings changed unseen.
+/// What only the kernel's view of an item needs is kept in its node too: the epoch its
+/// inode was made at inline, the rest (`Node`) made when first needed, since most files
+/// never need it. As an observer of the volume, the table hears which directories'
+/// listings changed unseen.
 ///
-/// Sharded like the core's table: requests of unrelated nodes do not contend.
-final class NodeTable: VolumeObserver, Sendable {
-    /// What the kernel holds of one item.
+/// Sharded, so that requests of unrelated nodes do not contend on one lock
+/// (passthrough_ll's single-mutex list is its top hotspot).
+public final class NodeTable: ItemKeeper, VolumeObserver, Sendable {
+    /// What the kernel holds of one item beyond its reference, made on first need.
     final class Node: Sendable {
-        let item: Item
-        /// `Volume.outsideChangeEpoch` as read before the answer that made the kernel's
-        /// inode of the item (the first reference since it last forgot the item).
-        let madeAt: UInt64
         /// Under writeback, names other than the item's own that look-ups resolved to this
         /// file while the kernel's inode of it predated an edit in the store and a handle
         /// kept that inode: each such entry keeps the old inode too, and goes with the last
@@ -43,90 +44,163 @@ final class NodeTable: VolumeObserver, Sendable {
         /// Directories: what the kernel may keep of the listing (DESIGN.md 34).
         let listing = Mutex(ListingCache())
         /// Directories: how often the kernel forgot an item last seen in this one, that
-        /// still has a name: a listing the kernel cached names entries it no longer holds
-        /// once this moved (`ListingCache`).
+        /// still has a name, since the node was made: a listing the kernel cached names
+        /// entries it no longer holds once this moved (`ListingCache`).
         let childrenForgotten = Atomic<UInt64>(0)
+    }
 
-        init(item: Item, madeAt: UInt64) {
-            self.item = item
-            self.madeAt = madeAt
-        }
+    /// A node as a request reads it.
+    struct View {
+        let item: Item
+        /// `Volume.outsideChangeEpoch` as read before the look-up that made the kernel's
+        /// inode of the item (the first reference since it last forgot the item).
+        let madeAt: UInt64
+        let node: Node?
     }
 
     private struct Entry {
-        let node: Node
+        let item: Item
         var lookups: UInt64
+        let madeAt: UInt64
+        var node: Node?
     }
 
     private final class Shard: Sendable {
         let entries = Mutex<[UInt64: Entry]>([:])
     }
-    private let shards: [Shard] = (0..<ItemTable.shardCount).map { _ in Shard() }
+    private static let shardCount = 64
+    private let shards: [Shard] = (0..<NodeTable.shardCount).map { _ in Shard() }
     /// Bumped when every listing the kernel cached may be wrong (`ListingCache`).
     private let listingResets = Atomic<UInt64>(0)
 
+    public init() {}
+
+    /// A node's shard: a Fibonacci hash of its number.
     @inline(__always)
-    private func shard(_ ino: UInt64) -> Shard { shards[ItemTable.shardIndex(ino)] }
+    private func shard(_ ino: UInt64) -> Shard { shards[Int(truncatingIfNeeded: (ino &* 0x9E37_79B9_7F4A_7C15) >> 58)] }
 
     @inline(__always)
-    func item(_ ino: UInt64) -> Item? { shard(ino).entries.withLock { $0[ino]?.node.item } }
+    public func item(_ ino: UInt64) -> Item? { shard(ino).entries.withLock { $0[ino]?.item } }
 
-    func node(_ ino: UInt64) -> Node? { shard(ino).entries.withLock { $0[ino]?.node } }
+    func view(_ ino: UInt64) -> View? {
+        shard(ino).entries.withLock { table in table[ino].map { View(item: $0.item, madeAt: $0.madeAt, node: $0.node) } }
+    }
 
-    /// One more kernel reference to `item`, counted before the answer that gives it leaves
-    /// (the kernel may send FORGET the moment it has the answer). `epoch`: see `Node.madeAt`.
-    /// Returns the node, and whether it is new (the kernel makes a new inode for it).
-    @discardableResult
-    func add(_ item: Item, madeAt epoch: UInt64) -> (node: Node, isNew: Bool) {
-        shard(item.inode).entries.withLock { table in
-            if var entry = table[item.inode] {
-                entry.lookups += 1
-                table[item.inode] = entry
-                return (entry.node, false)
-            }
-            let node = Node(item: item, madeAt: epoch)
-            table[item.inode] = Entry(node: node, lookups: 1)
-            return (node, true)
+    /// The node's state beyond its reference, made now if it has none; nil when the kernel
+    /// does not hold the item.
+    func node(_ ino: UInt64) -> Node? {
+        shard(ino).entries.withLock { table -> Node? in
+            guard let i = table.index(forKey: ino) else { return nil }
+            if let node = table.values[i].node { return node }
+            let node = Node()
+            table.values[i].node = node
+            return node
         }
     }
 
-    /// A node the kernel never forgets (the root).
-    func addPermanent(_ item: Item) {
-        shard(item.inode).entries.withLock { $0[item.inode] = Entry(node: Node(item: item, madeAt: 0), lookups: UInt64.max / 2) }
+    /// The node's state if it was ever needed (no new one is made).
+    func existingNode(_ ino: UInt64) -> Node? { shard(ino).entries.withLock { $0[ino]?.node } }
+
+    // MARK: - ItemKeeper
+
+    public func hold(_ inode: UInt64, epoch: UInt64, make: () throws(Errno) -> Item) throws(Errno) -> (item: Item, isNew: Bool) {
+        let s = shard(inode)
+        if let kept = s.entries.withLock({ NodeTable.hold(inode, in: &$0) }) { return (kept, false) }
+        let fresh = try make()
+        // The loser of a race is dropped out of the lock (it closes its descriptor).
+        return s.entries.withLock { table in
+            if let kept = NodeTable.hold(inode, in: &table) { return (kept, false) }
+            table[inode] = Entry(item: fresh, lookups: 1, madeAt: epoch, node: nil)
+            return (fresh, true)
+        }
     }
 
-    /// FORGET: drops `count` references; at zero the node goes, and with it the table's
-    /// hold on the item.
-    func forget(_ ino: UInt64, count: UInt64) {
-        // The item may go with the node: it leaves the core's table as it does, which takes
-        // that table's locks, so the node is handed out of this lock and dropped there.
-        let gone = shard(ino).entries.withLock { table -> Node? in
-            guard var entry = table[ino] else { return nil }
-            entry.lookups = entry.lookups > count ? entry.lookups - count : 0
-            if entry.lookups > 0 {
-                table[ino] = entry
+    /// One more reference to the entry of `inode`, counted in place; nil when there is none.
+    @inline(__always)
+    private static func hold(_ inode: UInt64, in table: inout [UInt64: Entry]) -> Item? {
+        guard let i = table.index(forKey: inode) else { return nil }
+        table.values[i].lookups += 1
+        return table.values[i].item
+    }
+
+    /// FORGET, or a hold not handed on: drops `count` references; at zero the node goes,
+    /// and with it the table's hold on the item. The root is never let go of.
+    public func release(_ ino: UInt64, count: UInt64) {
+        guard ino != Volume.rootInode else { return }
+        // The item may go with the node (its descriptor is closed as it does): it is handed
+        // out of this lock and dropped there.
+        let gone = shard(ino).entries.withLock { table -> Item? in
+            guard let i = table.index(forKey: ino) else { return nil }
+            if table.values[i].lookups > count {
+                table.values[i].lookups -= count
                 return nil
             }
-            table[ino] = nil
-            return entry.node
+            let item = table.remove(at: i).value.item
+            item.wasLetGo()
+            return item
         }
-        guard let item = gone?.item, let (parent, _) = item.placement else { return }
+        guard let item = gone, let (parent, _) = item.placement, let listed = existingNode(parent) else { return }
         // A listing the parent's kernel cache holds names the item no more once it was
         // removed (the journal SQLite deletes at every commit): its forgetting gives
         // READDIRPLUS nothing to prime, and must not start the listing afresh (DESIGN.md 36).
+        // A parent with no node state has no listing cached.
         if !item.isVirtual, let st = try? Syscall.fstat(item.fd), st.st_nlink == 0 { return }
-        node(parent)?.childrenForgotten.add(1, ordering: .relaxed)
+        listed.childrenForgotten.add(1, ordering: .relaxed)
+    }
+
+    public func allInodes() -> [UInt64] {
+        shards.flatMap { s in s.entries.withLock { Array($0.keys) } }
     }
 
     /// DESTROY: the kernel forgets every node at once.
     func removeAll() {
-        // Each shard's entries are handed out of its lock and dropped there (see `forget`).
+        // Each shard's entries are handed out of its lock and dropped there (see `release`).
         for s in shards {
             _ = s.entries.withLock { table -> [UInt64: Entry] in
                 defer { table = [:] }
+                for entry in table.values { entry.item.wasLetGo() }
                 return table
             }
         }
+    }
+
+    // MARK: - Old names the kernel may still hold (DESIGN.md 27)
+
+    /// Old names on their way out of the kernel, of every node, and the end of the latest
+    /// grace: an OPEN while there are none looks no node up.
+    private let oldNamesAnywhere = Atomic<Int>(0)
+    private let latestOldNameGrace = Atomic<UInt64>(0)
+
+    /// An invalidation of a name the kernel may hold of `inode` is on its way; counted
+    /// before the item follows the move (`VolumeObserver.nameLeftBehind`). Nil when the
+    /// kernel does not hold the item.
+    func oldNameQueued(_ inode: UInt64) -> Node? {
+        guard let node = node(inode) else { return nil }
+        oldNamesAnywhere.add(1, ordering: .releasing)
+        node.oldNamesInKernel.add(1, ordering: .releasing)
+        return node
+    }
+
+    /// The kernel dropped the entry: it counts for `Node.oldNameGrace` more.
+    func oldNameTaken(_ node: Node) {
+        let until = MonotonicClock.now() + Node.oldNameGrace
+        node.oldNameGraceUntil.max(until, ordering: .relaxed)
+        latestOldNameGrace.max(until, ordering: .relaxed)
+        node.oldNamesInKernel.subtract(1, ordering: .releasing)
+        oldNamesAnywhere.subtract(1, ordering: .releasing)
+    }
+
+    /// Whether the kernel may still reach the item of `inode` through a name it had in the
+    /// store before a move there.
+    func mayBeReachedThroughOldName(_ inode: UInt64) -> Bool {
+        if oldNamesAnywhere.load(ordering: .acquiring) == 0 {
+            let grace = latestOldNameGrace.load(ordering: .relaxed)
+            if grace == 0 || MonotonicClock.now() >= grace { return false }
+        }
+        guard let node = existingNode(inode) else { return false }
+        if node.oldNamesInKernel.load(ordering: .acquiring) > 0 { return true }
+        let grace = node.oldNameGraceUntil.load(ordering: .relaxed)
+        return grace != 0 && MonotonicClock.now() < grace
     }
 
     // MARK: - Listings the kernel caches (DESIGN.md 34)
@@ -139,17 +213,17 @@ final class NodeTable: VolumeObserver, Sendable {
         return node.listing.withLock { $0.opened(context) }
     }
 
-    func listingChanged(_ directory: UInt64) {
-        node(directory)?.listing.withLock { $0.changed() }
+    public func listingChanged(_ directory: UInt64) {
+        existingNode(directory)?.listing.withLock { $0.changed() }
     }
 
     /// Lost events (the watcher's queue overflowed): every listing may have changed.
-    func resync() {
+    public func resync() {
         listingResets.add(1, ordering: .releasing)
     }
 
-    func entryChanged(parent: UInt64, name: FilePath.Component) {}
-    func itemChanged(_ inode: UInt64) {}
+    public func entryChanged(parent: UInt64, name: FilePath.Component) {}
+    public func itemChanged(_ inode: UInt64) {}
 }
 
 /// An open directory as the bridge hands it to the kernel: the core's handle, and what the
@@ -157,11 +231,12 @@ final class NodeTable: VolumeObserver, Sendable {
 /// kernel releases it (RELEASEDIR).
 final class OpenDirectory: Sendable {
     let handle: DirectoryHandle
-    let node: NodeTable.Node
+    /// The directory's node state, when the listing was asked about.
+    let node: NodeTable.Node?
     /// Nil: not asked (the store watcher could not vouch for the store).
     let listing: ListingCache.Answer?
 
-    init(_ handle: DirectoryHandle, node: NodeTable.Node, listing: ListingCache.Answer?) {
+    init(_ handle: DirectoryHandle, node: NodeTable.Node?, listing: ListingCache.Answer?) {
         self.handle = handle
         self.node = node
         self.listing = listing
@@ -174,6 +249,6 @@ final class OpenDirectory: Sendable {
     var startsListingAfresh: Bool { if case .fresh = listing { true } else { false } }
 
     deinit {
-        if let generation = listing?.generation { node.listing.withLock { $0.released(generation: generation) } }
+        if let generation = listing?.generation { node?.listing.withLock { $0.released(generation: generation) } }
     }
 }

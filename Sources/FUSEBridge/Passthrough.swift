@@ -48,9 +48,9 @@ final class Passthrough: Sendable {
     /// `direct_io` open of an inode with passed-through handles): the caller's own buffers
     /// then meet the store's file system, with its alignment rules, as they would without
     /// the mount.
-    func backingID(for file: OpenFile, of node: NodeTable.Node) -> CInt? {
+    func backingID(for file: OpenFile, of nodes: NodeTable) -> CInt? {
         let item = file.item
-        guard item.isRegularFile, !file.throughDaemonOnly else { return nil }
+        guard item.isRegularFile, !file.throughDaemonOnly, let node = nodes.node(item.inode) else { return nil }
         let (kinds, backing) = node.passthrough.withLock { slot -> (Kinds, CInt?) in
             let kinds: Kinds
             if let existing = slot { kinds = existing } else { kinds = Kinds(); slot = kinds }

@@ -95,8 +95,10 @@ public struct Reply: ~Copyable, @unchecked Sendable {
     // MARK: - Entries and attributes
 
     /// An entry (lookup, mknod, mkdir, symlink, link). The kernel's lookup count of the item
-    /// grows by one: the core counted it when it handed the item out.
-    consuming func entry(_ inode: UInt64, _ attributes: stat, timeouts: CacheTimeouts) {
+    /// grows by one, counted in the node table when the core handed the item out. False
+    /// when the kernel no longer waits: it counted nothing, and no FORGET will come.
+    @discardableResult
+    consuming func entry(_ inode: UInt64, _ attributes: stat, timeouts: CacheTimeouts) -> Bool {
         succeeded()
         var e = fuse_entry_param()
         e.ino = fuse_ino_t(inode)
@@ -104,8 +106,9 @@ public struct Reply: ~Copyable, @unchecked Sendable {
         e.attr = attributes
         e.attr_timeout = timeouts.attributes
         e.entry_timeout = timeouts.entries
-        fuse_reply_entry(request, &e)
+        let rc = fuse_reply_entry(request, &e)
         discard self
+        return rc != -ENOENT
     }
 
     /// A cached "no such entry" (node id 0): the kernel remembers the miss for the entry

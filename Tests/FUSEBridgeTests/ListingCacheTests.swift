@@ -147,8 +147,8 @@ struct ListingCacheTests {
 struct NodeListingCacheTests {
     let minute: UInt64 = 60_000_000_000
 
-    /// A store with one container, through a volume whose kernel side is `nodes`; what the
-    /// kernel was given so far is counted there.
+    /// A store with one container, through a volume whose kernel side is `nodes`: what the
+    /// volume hands out is counted there as given to the kernel.
     final class Kernel {
         let path: String
         let volume: Volume
@@ -158,25 +158,16 @@ struct NodeListingCacheTests {
         init() throws {
             var template = Array("/tmp/containerfs-test-XXXXXX".utf8CString)
             path = String(cString: template.withUnsafeMutableBufferPointer { mkdtemp($0.baseAddress!) }!)
-            let volume = Volume(store: try Store(at: FilePath(path))), nodes = NodeTable()
+            let nodes = NodeTable()
+            let volume = Volume(store: try Store(at: FilePath(path)), keeper: nodes)
             (self.volume, self.nodes) = (volume, nodes)
             volume.addObserver(nodes)
-            nodes.addPermanent(volume.root)
-            let containers = try Self.given(nodes, try "containers".withCString { try volume.lookup(volume.root, $0) }.0)
-            let notes = try Self.given(nodes, try "com.example.notes".withCString {
-                try volume.mkdir(containers, $0, mode: 0o755, caller: .current)
-            }.0)
-            documents = try Self.given(nodes, try "Documents".withCString { try volume.lookup(notes, $0) }.0)
+            let containers = try "containers".withCString { try volume.lookup(volume.root, $0) }.0
+            let notes = try "com.example.notes".withCString { try volume.mkdir(containers, $0, mode: 0o755, caller: .current) }.0
+            documents = try "Documents".withCString { try volume.lookup(notes, $0) }.0
         }
 
         deinit { _ = try? FileManager.default.removeItem(atPath: path) }
-
-        static func given(_ nodes: NodeTable, _ item: Item) throws -> Item {
-            nodes.add(item, madeAt: 0)
-            return item
-        }
-
-        func given(_ item: Item) throws -> Item { try Self.given(nodes, item) }
 
         func node(_ item: Item) throws -> NodeTable.Node { try #require(nodes.node(item.inode)) }
     }
@@ -194,15 +185,15 @@ struct NodeListingCacheTests {
     @Test func answersFollowForgetsChangesAndMoves() throws {
         let k = try Kernel()
         let caller = Caller.current
-        let a = try k.given("a".withCString { try k.volume.mkdir(k.documents, $0, mode: 0o755, caller: caller) }.0)
-        let b = try k.given("b".withCString { try k.volume.mkdir(k.documents, $0, mode: 0o755, caller: caller) }.0)
-        let file = try k.given("f".withCString { try k.volume.create(a, $0, mode: 0o644, flags: O_WRONLY, caller: caller) }.0)
+        let a = try "a".withCString { try k.volume.mkdir(k.documents, $0, mode: 0o755, caller: caller) }.0
+        let b = try "b".withCString { try k.volume.mkdir(k.documents, $0, mode: 0o755, caller: caller) }.0
+        let file = try "f".withCString { try k.volume.create(a, $0, mode: 0o644, flags: O_WRONLY, caller: caller) }.0
 
         #expect(try keeps(k, a))   // the first: the kernel has nothing to drop
         #expect(try keeps(k, a))
         // The kernel forgets an entry of `a`: its cached listing primes nothing any more.
-        k.nodes.forget(file.inode, count: 1)
-        #expect(k.nodes.node(file.inode) == nil)
+        k.nodes.release(file.inode, count: 1)
+        #expect(k.nodes.item(file.inode) == nil)
         #expect(try !keeps(k, a))
         #expect(try keeps(k, a))
         // A change the kernel did not see.
@@ -237,16 +228,16 @@ struct NodeListingCacheTests {
         let caller = Caller.current
         #expect(try keeps(k, k.documents))
         for _ in 0..<3 {
-            let journal = try k.given("db-journal".withCString {
+            let journal = try "db-journal".withCString {
                 try k.volume.create(k.documents, $0, mode: 0o644, flags: O_WRONLY, caller: caller)
-            }.0)
+            }.0
             try "db-journal".withCString { try k.volume.unlink(k.documents, $0) }
-            k.nodes.forget(journal.inode, count: 1)
+            k.nodes.release(journal.inode, count: 1)
             #expect(try keeps(k, k.documents))
         }
         // A forgotten entry still there counts, as before.
-        let kept = try k.given("kept".withCString { try k.volume.create(k.documents, $0, mode: 0o644, flags: O_WRONLY, caller: caller) }.0)
-        k.nodes.forget(kept.inode, count: 1)
+        let kept = try "kept".withCString { try k.volume.create(k.documents, $0, mode: 0o644, flags: O_WRONLY, caller: caller) }.0
+        k.nodes.release(kept.inode, count: 1)
         #expect(try !keeps(k, k.documents))
         #expect(try keeps(k, k.documents))
     }

@@ -99,8 +99,9 @@ struct StoreNewsTests {
         let f = try Fixture()
         let inode = try withName("g") { [f] in
             _ = FileManager.default.createFile(atPath: f.documentsPath + "/g", contents: Data("old".utf8))
-            return try f.volume.lookup(f.documents, $0).0.inode   // and the kernel let g go
+            return try f.volume.lookup(f.documents, $0).0.inode
         }
+        f.volume.items.keeper.release(inode, count: 1)     // and the kernel let g go
         let since = f.volume.outsideItemChanges.sequence.load(ordering: .acquiring)  // a look-up begins...
         var before = stat()
         #expect(stat(f.documentsPath + "/g", &before) == 0)  // ...and reads g's state
@@ -233,27 +234,30 @@ struct StoreNewsTests {
         let f = try Fixture()
         #expect(!f.volume.items.holdsLinkedFiles)
         _ = FileManager.default.createFile(atPath: f.documentsPath + "/g", contents: Data())
-        try {
-            let (g, _) = try withName("g") { try f.volume.lookup(f.documents, $0) }
-            let (linked, _) = try withName("g2") { try f.volume.link(g, f.documents, $0) }
-            #expect(linked === g)
-            #expect(f.volume.items.holdsLinkedFiles)
-        }()
-        #expect(!f.volume.items.holdsLinkedFiles)           // the kernel forgot it
+        let (g, _) = try withName("g") { try f.volume.lookup(f.documents, $0) }
+        let (linked, _) = try withName("g2") { try f.volume.link(g, f.documents, $0) }
+        #expect(linked === g)
+        #expect(f.volume.items.holdsLinkedFiles)
+        f.volume.items.keeper.release(g.inode, count: 2)   // the kernel forgot it
+        #expect(!f.volume.items.holdsLinkedFiles)
     }
 
-    /// The table holds no item: one item per inode for as long as something holds it (the
-    /// bridge's node table, a handle, a request), gone with the last holder.
-    @Test func anItemLeavesTheTableWithItsLastHolder() throws {
+    /// Each item handed out is held once for the client; the keeper lets go of it with the
+    /// last hold, and a failed call hands out nothing (`Volume.handingOut`).
+    @Test func anItemIsKeptWhileTheClientHoldsIt() throws {
         let f = try Fixture()
         _ = FileManager.default.createFile(atPath: f.documentsPath + "/g", contents: Data())
-        var g: Item? = try withName("g") { try f.volume.lookup(f.documents, $0) }.0
-        let inode = try #require(g?.inode)
+        let g = try withName("g") { try f.volume.lookup(f.documents, $0) }.0
         #expect(try withName("g") { try f.volume.lookup(f.documents, $0) }.0 === g)
-        #expect(f.volume.items.allInodes().contains(inode))
-        g = nil
-        #expect(f.volume.item(inode) == nil)
-        #expect(!f.volume.items.allInodes().contains(inode))
+        // An open of a file that exists after all, refused: no hold is left behind.
+        chmod(f.documentsPath + "/g", 0)
+        let stranger = Caller(uid: getuid() == 4242 ? 4343 : 4242, gid: 4242)
+        #expect(errnoOf { _ = try withName("g") { try f.volume.create(f.documents, $0, mode: 0o644, flags: O_RDWR, caller: stranger) } } == .permissionDenied)
+        f.volume.items.keeper.release(g.inode, count: 1)
+        #expect(f.volume.item(g.inode) === g)
+        f.volume.items.keeper.release(g.inode, count: 1)
+        #expect(f.volume.item(g.inode) == nil)
+        #expect(!f.volume.items.allInodes().contains(g.inode))
         #expect(f.volume.item(f.file.inode) === f.file)
     }
 

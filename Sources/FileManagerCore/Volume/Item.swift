@@ -73,7 +73,7 @@ public final class Item: @unchecked Sendable {
     /// and shedding descriptors leaves it alone (DESIGN.md 28).
     let openHandles = Atomic<Int>(0)
 
-    /// The table the item is entered in, which it leaves as it goes.
+    /// The table whose keeper keeps the item.
     private let table: ItemTable
 
     init(inode: UInt64, fd: CInt, type: mode_t, zone: Zone, parent: Item?, name: FilePath.Component?, epoch: UInt64,
@@ -86,9 +86,11 @@ public final class Item: @unchecked Sendable {
     }
 
     deinit {
-        table.departing(self)
         if fd >= 0 { Syscall.close(fd) }
     }
+
+    /// Called by the keeper as it lets go of the item (`ItemKeeper.release`).
+    public func wasLetGo() { table.departing(self) }
 
     /// The directory (by inode) and name the item was last seen under; nil for the root.
     public var placement: (parent: UInt64, name: FilePath.Component)? {

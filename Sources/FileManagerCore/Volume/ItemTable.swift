@@ -2,40 +2,35 @@ import Glibc
 import Synchronization
 import SystemPackage
 
-/// The live items, keyed by inode number: one `Item` per backing inode, for as long as
-/// something holds it. The table holds none: the FUSE bridge holds the items the kernel
-/// has references to (its node table), open handles hold theirs, and a request holds its
-/// own while it runs. An item leaves the table as it goes (`Item.deinit`), so a look-up
-/// of an inode finds the item still alive rather than making a second one.
+/// Where a volume keeps its live items: the client it hands them to keeps them (the FUSE
+/// bridge's node table, which holds them for the kernel). The volume finds an item of an
+/// inode through it, so that there is one per inode, and enters each one it makes.
 ///
-/// Sharded so that concurrent lookups of unrelated files do not contend on one lock
-/// (passthrough_ll's single-mutex list is its top hotspot). Lock order: a shard lock is
-/// taken alone, or before an `Item.state` lock, never the other way round.
-public final class ItemTable: Sendable {
-    /// How many shards, and which one an inode's is (a Fibonacci hash of the number): the
-    /// bridge's node table is sharded the same way.
-    public static let shardCount = 64
-    @inlinable @inline(__always)
-    public static func shardIndex(_ inode: UInt64) -> Int { Int(truncatingIfNeeded: (inode &* 0x9E37_79B9_7F4A_7C15) >> 58) }
-    /// A weak reference: the table must not keep an item (and its descriptor) alive.
-    /// Read only through `alive(_:)`: Swift 6.3 miscompiles `table[key]?.item` on a weak
-    /// field of an optional struct (it loads the weak reference of a missing entry).
-    private struct Entry: @unchecked Sendable {
-        weak var item: Item?
-        let identity: ObjectIdentifier
-    }
+/// Each item the volume hands out (`Volume.lookup` and the calls that make an item) comes
+/// with one hold taken for the client; the client gives it back when it is done with the
+/// item (the kernel's FORGET), and the keeper lets go of the item when no hold is left.
+public protocol ItemKeeper: AnyObject, Sendable {
+    /// The item kept for `inode`.
+    func item(_ inode: UInt64) -> Item?
+    /// One more hold of the item of `inode`: the one kept, or else the one `make` makes
+    /// (run outside any lock; if another entered an item meanwhile, that one is held and
+    /// the made one dropped). `epoch`: `ItemTable.outsideEntryEpoch` as read before the
+    /// item was found. `isNew`: the item was not kept before.
+    func hold(_ inode: UInt64, epoch: UInt64, make: () throws(Errno) -> Item) throws(Errno) -> (item: Item, isNew: Bool)
+    /// Gives back `count` holds of the item of `inode`. At none the keeper lets go of it,
+    /// and calls `Item.wasLetGo()` while no other item of the inode can be entered.
+    func release(_ inode: UInt64, count: UInt64)
+    /// Every inode kept.
+    func allInodes() -> [UInt64]
+}
 
-    @inline(__always)
-    private static func alive(_ entry: Entry?) -> Item? {
-        guard let entry else { return nil }
-        return entry.item
-    }
-    /// A class only because an array cannot hold the non-copyable `Mutex` itself.
-    private final class Shard: Sendable {
-        let items = Mutex<[UInt64: Entry]>([:])
-        func withLock<R: Sendable>(_ body: (inout sending [UInt64: Entry]) -> sending R) -> R { items.withLock(body) }
-    }
-    private let shards: [Shard]
+/// The volume's live items and what it counts about them: kept by its `ItemKeeper`, one
+/// `Item` per backing inode while the client holds it.
+///
+/// Lock order: a keeper's lock is taken alone, or before an `Item.state` lock, never the
+/// other way round.
+public final class ItemTable: Sendable {
+    let keeper: any ItemKeeper
 
     /// Bumped whenever a directory moves across zones (out of Inbox, into or out of the
     /// trash), which makes every cached zone below it stale. Items compare their stamp and
@@ -55,62 +50,35 @@ public final class ItemTable: Sendable {
     let fileWatcher = Mutex<(any FileWatching)?>(nil)
     let everyFileWatched = Atomic<Bool>(false)
 
-    init() {
-        shards = (0..<Self.shardCount).map { _ in Shard() }
+    init(keeper: any ItemKeeper) {
+        self.keeper = keeper
     }
-
-    @inline(__always)
-    private func shard(_ inode: UInt64) -> Int { Self.shardIndex(inode) }
 
     /// The live item with this number.
     @inline(__always)
-    public func item(_ inode: UInt64) -> Item? {
-        shards[shard(inode)].withLock { ItemTable.alive($0[inode]) }
-    }
+    public func item(_ inode: UInt64) -> Item? { keeper.item(inode) }
 
-    /// Returns the live item for `inode`; or, when there is none, makes one with `make`
-    /// (which opens its descriptor) and enters it. `make` runs outside the lock; if another
-    /// thread entered one meanwhile, its item wins.
+    /// Holds the live item for `inode` for the client (`ItemKeeper.hold`); or, when there
+    /// is none, makes one with `make` (which opens its descriptor) and enters it.
     /// `epoch`: `outsideEntryEpoch` as read before the name was resolved.
     /// `known`: run on an item already alive, before its look-up counts as a resolution of
     /// it (`resolvedEpoch`).
-    func remember(_ inode: UInt64, epoch: UInt64, known: (Item) -> Void = { _ in }, make: () throws(Errno) -> Item) throws(Errno) -> Item {
-        let s = shard(inode)
-        if let existing = item(inode) {
-            known(existing)
-            existing.resolvedEpoch.store(epoch, ordering: .relaxed)
-            return existing
-        }
-        let fresh = try make()
-        let item = shards[s].withLock { table -> Item in
-            if let alive = ItemTable.alive(table[inode]) { return alive }
-            table[inode] = Entry(item: fresh, identity: ObjectIdentifier(fresh))
-            return fresh
-        }
-        // Another look-up made it meanwhile (of another name, for a file with several).
-        if item !== fresh { known(item) }
+    func remember(_ inode: UInt64, epoch: UInt64, known: (Item) -> Void, make: () throws(Errno) -> Item) throws(Errno) -> Item {
+        let (item, isNew) = try keeper.hold(inode, epoch: epoch, make: make)
+        if !isNew { known(item) }
         item.resolvedEpoch.store(epoch, ordering: .relaxed)
         return item
     }
 
-    /// Enters an item that lives as long as the table (the root).
-    func insertPermanent(_ item: Item) {
-        shards[shard(item.inode)].withLock { $0[item.inode] = Entry(item: item, identity: ObjectIdentifier(item)) }
-    }
+    /// Gives back the hold of an item the client was not handed after all.
+    func abandon(_ item: Item) { keeper.release(item.inode, count: 1) }
 
-    /// `item` is going (its last reference is being dropped): it leaves the table unless a
-    /// newer item of the inode took its place (made once this one could no longer be found).
+    /// The keeper let go of `item`: it no longer counts as a file with several names, and
+    /// its mark (`fileWatcher`) goes, before a newer item of the inode can be made and
+    /// marked.
     func departing(_ item: Item) {
-        let identity = ObjectIdentifier(item)
-        let watcher = item.fileWatched.load(ordering: .relaxed) ? fileWatcher.withLock({ $0 }) : nil
-        shards[shard(item.inode)].withLock { table in
-            guard let entry = table[item.inode], entry.identity == identity else { return }
-            table[item.inode] = nil
-            // Under the lock: a newer item of the inode is entered after, and marks the
-            // inode after that, so this cannot take its mark away.
-            watcher?.unwatchFile(item)
-        }
-        if item.countedAsLinked.load(ordering: .relaxed) { linkedItems.subtract(1, ordering: .relaxed) }
+        if item.fileWatched.load(ordering: .relaxed), let watcher = fileWatcher.withLock({ $0 }) { watcher.unwatchFile(item) }
+        if item.countedAsLinked.exchange(false, ordering: .relaxed) { linkedItems.subtract(1, ordering: .relaxed) }
     }
 
     /// Notes what the kernel is about to be told of `item`: a non-directory with more than
@@ -134,12 +102,7 @@ public final class ItemTable: Sendable {
     var holdsLinkedFiles: Bool { linkedItems.load(ordering: .relaxed) > 0 }
 
     /// Every inode with a live item (the watcher lost events: every item may have changed).
-    /// The entries are copied out of the locks: whether an entry's item is alive is asked
-    /// outside them, since the reference that asks may be the item's last, and an item that
-    /// goes leaves its shard (`departing`).
-    public func allInodes() -> [UInt64] {
-        shards.flatMap { s in s.withLock { Array($0) } }.compactMap { ItemTable.alive($0.value) == nil ? nil : $0.key }
-    }
+    public func allInodes() -> [UInt64] { keeper.allInodes() }
 }
 
 extension ItemTable: SnapshotWriters {

@@ -242,28 +242,30 @@ extension Volume {
             throw .staleNFSFileHandle
         }
         let (item, st) = try lookup(parent, name)
-        guard item.isRegularFile else { throw .fileExists }
-        let accessFlags = (flags & ~(O_CREAT | O_EXCL | O_DIRECT | O_NOCTTY)) | O_NONBLOCK
-        item.writableOpensStarting.add(1, ordering: .sequentiallyConsistent)  // see `keepSnapshotsFrozen`
-        defer { item.writableOpensStarting.subtract(1, ordering: .releasing) }
-        if (flags & O_ACCMODE) != O_RDONLY || flags & O_TRUNC != 0 {
-            try zone(of: item).checkModify()
-            try keepSnapshotsFrozen(item)
+        return try handingOut(item) { () throws(Errno) in
+            guard item.isRegularFile else { throw .fileExists }
+            let accessFlags = (flags & ~(O_CREAT | O_EXCL | O_DIRECT | O_NOCTTY)) | O_NONBLOCK
+            item.writableOpensStarting.add(1, ordering: .sequentiallyConsistent)  // see `keepSnapshotsFrozen`
+            defer { item.writableOpensStarting.subtract(1, ordering: .releasing) }
+            if (flags & O_ACCMODE) != O_RDONLY || flags & O_TRUNC != 0 {
+                try zone(of: item).checkModify()
+                try keepSnapshotsFrozen(item)
+            }
+            var fd = try Credentials.withAccessChecks { () throws(Errno) -> CInt in
+                try Credentials.asCaller(caller) { () throws(Errno) in try Syscall.reopen(item.fd, accessFlags) }
+            }
+            // Checked as the caller asked; the backing descriptor is what the kernel's cache
+            // needs (readable under writeback: it reads pages it partly overwrites).
+            if backingFlags(accessFlags) != accessFlags {
+                let checked = fd
+                defer { Syscall.close(checked) }
+                fd = try Syscall.reopen(item.fd, backingFlags(accessFlags & ~O_TRUNC))
+            }
+            // The answer tells the kernel the file as the open left it: a new inode takes its
+            // size from it (under writeback for good), and the look-up's was from before O_TRUNC.
+            let opened = flags & O_TRUNC != 0 ? (try? Syscall.fstat(fd)) ?? st : st
+            return (item, opened, OpenFile(fd: fd, item: item, direct: flags & O_DIRECT != 0, writable: (flags & O_ACCMODE) != O_RDONLY,
+                                       accessMode: flags & O_ACCMODE))
         }
-        var fd = try Credentials.withAccessChecks { () throws(Errno) -> CInt in
-            try Credentials.asCaller(caller) { () throws(Errno) in try Syscall.reopen(item.fd, accessFlags) }
-        }
-        // Checked as the caller asked; the backing descriptor is what the kernel's cache
-        // needs (readable under writeback: it reads pages it partly overwrites).
-        if backingFlags(accessFlags) != accessFlags {
-            let checked = fd
-            defer { Syscall.close(checked) }
-            fd = try Syscall.reopen(item.fd, backingFlags(accessFlags & ~O_TRUNC))
-        }
-        // The answer tells the kernel the file as the open left it: a new inode takes its
-        // size from it (under writeback for good), and the look-up's was from before O_TRUNC.
-        let opened = flags & O_TRUNC != 0 ? (try? Syscall.fstat(fd)) ?? st : st
-        return (item, opened, OpenFile(fd: fd, item: item, direct: flags & O_DIRECT != 0, writable: (flags & O_ACCMODE) != O_RDONLY,
-                                   accessMode: flags & O_ACCMODE))
     }
 }

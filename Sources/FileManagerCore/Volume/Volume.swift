@@ -14,7 +14,7 @@ import SystemPackage
 /// needs the number; `CoreFileManager` wraps them with paths for people.
 public final class Volume: Sendable {
     public let store: Store
-    public let items = ItemTable()
+    public let items: ItemTable
     public let registry: ContainerRegistry
     /// The virtual mount root (inode 1).
     public let root: Item
@@ -37,13 +37,17 @@ public final class Volume: Sendable {
     /// opened write-only, and it places appends itself.
     public let kernelCachesWrites: Bool
 
-    public init(store: Store, kernelCachesWrites: Bool = false, logger: Logger = Logger(label: "containerfs.volume")) {
+    /// `keeper`: where the live items are kept (the client's table of what it holds).
+    public init(store: Store, keeper: any ItemKeeper, kernelCachesWrites: Bool = false,
+                logger: Logger = Logger(label: "containerfs.volume")) {
         self.store = store
+        self.items = ItemTable(keeper: keeper)
         self.kernelCachesWrites = kernelCachesWrites
         self.registry = ContainerRegistry(store: store)
         self.logger = logger
         root = Item(inode: Volume.rootInode, fd: -1, type: S_IFDIR, zone: .root, parent: nil, name: nil, epoch: 0, table: items)
-        items.insertPermanent(root)
+        // Held once, for good: the client never gives the root back.
+        _ = try? keeper.hold(Volume.rootInode, epoch: 0) { [root] () throws(Errno) in root }
         store.snapshotData.load()
         // A publish links no file the mount is writing (`keepSnapshotsFrozen`).
         store.snapshotData.writers.withLock { [items] in $0 = items }
@@ -91,7 +95,7 @@ public final class Volume: Sendable {
         return after(rest, inode, body)
     }
 
-    /// The live item of `inode` (one the client holds, or a request or handle uses).
+    /// The live item of `inode` (one the client holds).
     @inline(__always)
     public func item(_ inode: UInt64) -> Item? { items.item(inode) }
 
@@ -112,8 +116,8 @@ public final class Volume: Sendable {
     // MARK: - Lookup
 
     /// Finds `name` in `parent` and returns its item (the live one if there is one) and its
-    /// attributes; the client keeps the item for as long as it hands the item out. Never
-    /// blocks on coordination (docs/SEMANTICS.md §3).
+    /// attributes, held once for the client (`ItemKeeper`). Never blocks on coordination
+    /// (docs/SEMANTICS.md §3).
     public func lookup(_ parent: Item, _ name: UnsafePointer<CChar>) throws(Errno) -> (Item, stat) {
         if strlen(name) > 255 { throw .fileNameTooLong }
         if parent.isVirtual { return try lookupInRoot(name) }
@@ -133,7 +137,9 @@ public final class Volume: Sendable {
             fd = try open()
         } catch {
             guard Volume.isDescriptorShortage(error) else { throw error }
-            if let (item, st) = try heldItem(parent, name, epoch: epoch) { return (item, try current(st, of: item, since: changes)) }
+            if let (item, st) = try heldItem(parent, name, epoch: epoch) {
+                return (item, try handingOut(item) { () throws(Errno) in try current(st, of: item, since: changes) })
+            }
             fd = try afterShedding(error, open)
         }
         let st: stat
@@ -155,9 +161,18 @@ public final class Volume: Sendable {
             return fd
         }
         if !used { Syscall.close(fd) }
-        let now = try current(st, of: item, since: changes)
+        let now = try handingOut(item) { () throws(Errno) in try current(st, of: item, since: changes) }
         items.noteLinks(item, now)
         return (item, presentedFile(now, of: item))
+    }
+
+    /// Runs the rest of a call that hands out `item`, held for the client: if it fails, the
+    /// client is not handed the item, and the hold is given back.
+    func handingOut<R>(_ item: Item, _ body: () throws(Errno) -> R) throws(Errno) -> R {
+        do { return try body() } catch {
+            items.abandon(item)
+            throw error
+        }
     }
 
     /// `st`, read by a look-up of `item`, or the item's state now if the store watcher
@@ -199,7 +214,7 @@ public final class Volume: Sendable {
         return fd
     }
 
-    /// Adds a reference to the item for `st`, making it (with `open`) if it is new.
+    /// Holds the item for `st` for the client, making it (with `open`) if it is new.
     func remember(_ st: stat, in parent: Item, name: UnsafePointer<CChar>, epoch: UInt64? = nil,
                   open: () throws(Errno) -> CInt) throws(Errno) -> Item {
         let inode = UInt64(st.st_ino)

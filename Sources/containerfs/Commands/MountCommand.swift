@@ -149,7 +149,8 @@ struct MountCommand: ParsableCommand {
             let lock = try store.acquireLock(mountPoint: mountPoint.string)
             store.settleJournal(deferringDeletion: true)
             let debris = store.stagingDebris()
-            let volume = Volume(store: store, kernelCachesWrites: options.writeback)
+            let nodes = NodeTable()
+            let volume = Volume(store: store, keeper: nodes, kernelCachesWrites: options.writeback)
             volume.registry.reconcile()
             volume.registry.purgeTemporaryItems(olderThan: 3 * 24 * 3600)
 
@@ -159,7 +160,7 @@ struct MountCommand: ParsableCommand {
             let clients = MountClients()
             let watcher = Self.makeWatcher(options.watcher, volume: volume,
                                            listener: UncoordinatedChangeRouter(coordination: coordination, clients: clients))
-            let bridge = FUSEBridge(volume: volume, timeouts: options.timeouts, watcher: watcher,
+            let bridge = FUSEBridge(volume: volume, nodes: nodes, timeouts: options.timeouts, watcher: watcher,
                                     coordination: options.coordination ? coordination : nil,
                                     passthrough: options.passthrough)
             let session = FUSESession(bridge: bridge, mountPoint: mountPoint.string)
