@@ -19,9 +19,12 @@ import SystemPackage
 /// other name, moved in the store over the replaced file) and whatever name the daemon had
 /// recorded for the replaced item (one the store moved it to since the kernel resolved it:
 /// the kernel walks the name it holds). Either would else be answered ESTALE again, which
-/// the program would see. A retry whose walk failed (the file was deleted) never comes: its
-/// entry must not excuse the thread's next, unrelated open, and the thread's failed LOOKUP
-/// drops it. The entry holds the item itself, whose
+/// the program would see. A failed LOOKUP does not end the walk: the kernel's revalidation
+/// of a name that is gone is followed by a look-up of it afresh, which finds the file if
+/// the store made it again in between. So a failed LOOKUP only clears what was found, and
+/// the entry lasts until the thread's next OPEN: if the walk ended there (the file was
+/// deleted), that open is excused only if it is of the same name or the replaced file, which
+/// a look-up just resolved or the kernel holds anyway. The entry holds the item itself, whose
 /// descriptor pins its inode: matched by number, a file made later under the freed number
 /// could be taken for the retry, and a stale entry of it served.
 final class StaleOpens: Sendable {
@@ -88,20 +91,15 @@ final class StaleOpens: Sendable {
 
     /// `pid`'s LOOKUP found `item` (nil: nothing). If that thread's last open was answered
     /// ESTALE, this is part of the retry's fresh walk, and the walk's last LOOKUP is of the
-    /// name the retry opens: its OPEN is of `item`, and with nothing found the retry never
-    /// comes. `pid` is read only while some open was answered ESTALE.
+    /// name the retry opens: its OPEN is of `item`. `pid` is read only while some open was
+    /// answered ESTALE.
     func lookedUp(_ pid: @autoclosure () -> Int32, found item: Item?) {
         guard pending.load(ordering: .acquiring) else { return }
         let pid = pid()
         guard pid != 0 else { return }
         state.withLock { s in
             guard s.answered[pid] != nil else { return }
-            if let item {
-                s.answered[pid]!.found = item
-            } else {
-                s.answered[pid] = nil
-                pending.store(!s.answered.isEmpty, ordering: .releasing)
-            }
+            s.answered[pid]!.found = item
         }
     }
 }
