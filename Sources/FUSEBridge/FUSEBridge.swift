@@ -156,11 +156,11 @@ public final class FUSEBridge: @unchecked Sendable {
         guard let dir = node(parent) else { return reply.fail(Errno.noSuchFileOrDirectory) }
         do {
             let (item, st) = try volume.lookup(dir, name)
-            staleOpens.lookedUp(reply.caller.pid, found: item)
+            staleOpens.lookedUp(reply.caller.pid, parent: dir.inode, name: name, found: item)
             gaveName(name, in: dir, to: item)
             answer(reply, entry: item, st)
         } catch {
-            staleOpens.lookedUp(reply.caller.pid, found: nil)
+            staleOpens.lookedUp(reply.caller.pid, parent: dir.inode, name: name, found: nil)
             if error == .noSuchFileOrDirectory && timeouts.negative > 0 { return reply.negativeEntry(timeouts: timeouts) }
             reply.fail(error)
         }

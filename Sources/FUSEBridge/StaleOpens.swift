@@ -19,12 +19,13 @@ import SystemPackage
 /// other name, moved in the store over the replaced file) and whatever name the daemon had
 /// recorded for the replaced item (one the store moved it to since the kernel resolved it:
 /// the kernel walks the name it holds). Either would else be answered ESTALE again, which
-/// the program would see. A failed LOOKUP does not end the walk: the kernel's revalidation
-/// of a name that is gone is followed by a look-up of it afresh, which finds the file if
-/// the store made it again in between. So a failed LOOKUP only clears what was found, and
-/// the entry lasts until the thread's next OPEN: if the walk ended there (the file was
-/// deleted), that open is excused only if it is of the same name or the replaced file, which
-/// a look-up just resolved or the kernel holds anyway. The entry holds the item itself, whose
+/// the program would see. A retry whose walk failed (the file was deleted) never comes: its
+/// entry must not excuse the thread's next, unrelated open. But a failed LOOKUP may be the
+/// kernel's revalidation of a name that is gone, which it follows with a look-up of the
+/// same name afresh, and that finds the file if the store made it again in between: the
+/// walk goes on. So a failed LOOKUP marks the entry, a successful one of the same name
+/// takes the mark away, and anything else ends the walk: another LOOKUP drops the entry,
+/// and the OPEN finds none. The entry holds the item itself, whose
 /// descriptor pins its inode: matched by number, a file made later under the freed number
 /// could be taken for the retry, and a stale entry of it served.
 final class StaleOpens: Sendable {
@@ -40,6 +41,9 @@ final class StaleOpens: Sendable {
         let name: FilePath.Component
         /// What the thread's fresh look-up of the name found.
         var found: Item?
+        /// The name the walk's last LOOKUP failed to find, if it did: only a look-up of it
+        /// afresh goes on with the walk.
+        var failed: (parent: UInt64, name: FilePath.Component)?
 
         /// Whether an open of `item`, now last seen as `name` in `parent`, retries this one:
         /// the file the fresh look-up found, the file now under the same name (a replaced
@@ -85,21 +89,30 @@ final class StaleOpens: Sendable {
             s.prune(now: DispatchTime.now().uptimeNanoseconds)
             let taken = s.answered.removeValue(forKey: pid)
             pending.store(!s.answered.isEmpty, ordering: .releasing)
-            return taken
+            return taken?.failed == nil ? taken : nil  // a walk that failed: no retry
         }
     }
 
-    /// `pid`'s LOOKUP found `item` (nil: nothing). If that thread's last open was answered
-    /// ESTALE, this is part of the retry's fresh walk, and the walk's last LOOKUP is of the
-    /// name the retry opens: its OPEN is of `item`. `pid` is read only while some open was
-    /// answered ESTALE.
-    func lookedUp(_ pid: @autoclosure () -> Int32, found item: Item?) {
+    /// `pid`'s LOOKUP of `name` in `parent` found `item` (nil: nothing). If that thread's
+    /// last open was answered ESTALE, this is part of the retry's fresh walk, and the walk's
+    /// last LOOKUP is of the name the retry opens: its OPEN is of `item`. `pid` is read only
+    /// while some open was answered ESTALE.
+    func lookedUp(_ pid: @autoclosure () -> Int32, parent: UInt64, name: UnsafePointer<CChar>, found item: Item?) {
         guard pending.load(ordering: .acquiring) else { return }
         let pid = pid()
         guard pid != 0 else { return }
         state.withLock { s in
-            guard s.answered[pid] != nil else { return }
-            s.answered[pid]!.found = item
+            guard var entry = s.answered[pid] else { return }
+            let sameAsFailed = entry.failed.map { $0.parent == parent && $0.name.withPlatformString { strcmp($0, name) == 0 } }
+            if sameAsFailed == false || (sameAsFailed == true && item == nil) {
+                // The walk ended at the failure: this look-up is another's.
+                s.answered[pid] = nil
+                pending.store(!s.answered.isEmpty, ordering: .releasing)
+                return
+            }
+            entry.found = item
+            entry.failed = item == nil ? FilePath.Component(platformString: name).map { (parent, $0) } : nil
+            s.answered[pid] = entry
         }
     }
 }

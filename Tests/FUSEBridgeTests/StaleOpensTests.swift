@@ -22,26 +22,38 @@ struct StaleOpensTests {
 
     /// The kernel's revalidation of the name finds it gone, and its look-up afresh finds
     /// the file the store made again in between: that is what the retry opens.
-    @Test func aWalkGoesOnAfterAFailedLookUp() throws {
+    @Test func aWalkGoesOnAfterAFailedRevalidation() throws {
         let (k, items) = try files(["f", "g"])
         let (replaced, remade) = (items[0], items[1])
         let stale = StaleOpens()
         stale.answered(thread, item: replaced, parent: k.documents.inode, name: "f")
-        stale.lookedUp(thread, found: k.documents)      // the walk's directories
-        stale.lookedUp(thread, found: nil)              // the revalidation of f: gone
-        stale.lookedUp(thread, found: remade)           // f looked up afresh: made again
+        lookedUp(stale, k.documents.inode, "f", nil)        // the revalidation of f: gone
+        lookedUp(stale, k.documents.inode, "f", remade)     // f looked up afresh: made again
         let retry = try #require(stale.take(thread))
         #expect(retry.isRetry(of: remade, k.documents.inode, "g"))
-        #expect(stale.take(thread) == nil)              // used up by the open
+        #expect(stale.take(thread) == nil)                  // used up by the open
     }
 
-    /// A walk that ended in a failed LOOKUP (the file was deleted) excuses no open of
-    /// another file by the thread.
-    @Test func aWalkThatFoundNothingExcusesNoOtherFile() throws {
+    /// A walk that ended in a failed LOOKUP (the file was deleted) excuses no later open,
+    /// whatever the thread looks up before it.
+    @Test func aWalkThatFoundNothingExcusesNoLaterOpen() throws {
         let (k, items) = try files(["f", "g"])
         let stale = StaleOpens()
         stale.answered(thread, item: items[0], parent: k.documents.inode, name: "f")
-        stale.lookedUp(thread, found: nil)
-        #expect(stale.take(thread)?.isRetry(of: items[1], k.documents.inode, "g") != true)
+        lookedUp(stale, k.documents.inode, "f", nil)
+        #expect(stale.take(thread) == nil)
+        stale.answered(thread, item: items[0], parent: k.documents.inode, name: "f")
+        lookedUp(stale, k.documents.inode, "f", nil)
+        lookedUp(stale, k.documents.inode, "g", items[1])   // another name: another walk
+        #expect(stale.take(thread) == nil)
+        stale.answered(thread, item: items[0], parent: k.documents.inode, name: "f")
+        lookedUp(stale, k.documents.inode, "f", nil)
+        lookedUp(stale, k.documents.inode, "f", nil)        // looked up afresh: still gone
+        lookedUp(stale, k.documents.inode, "f", items[1])
+        #expect(stale.take(thread) == nil)
+    }
+
+    func lookedUp(_ stale: StaleOpens, _ parent: UInt64, _ name: String, _ found: Item?) {
+        name.withCString { stale.lookedUp(thread, parent: parent, name: $0, found: found) }
     }
 }
