@@ -103,9 +103,10 @@ final class StaleOpens: Sendable {
         guard pid != 0 else { return }
         state.withLock { s in
             guard var entry = s.answered[pid] else { return }
-            let sameAsFailed = entry.failed.map { $0.parent == parent && $0.name.withPlatformString { strcmp($0, name) == 0 } }
-            if sameAsFailed == false || (sameAsFailed == true && item == nil) {
-                // The walk ended at the failure: this look-up is another's.
+            // After a failure, only a look-up of the same name that finds it goes on with the
+            // walk: anything else means the walk ended there, and this look-up is another's.
+            if let failed = entry.failed, item == nil || failed.parent != parent
+                || failed.name.withPlatformString({ strcmp($0, name) != 0 }) {
                 s.answered[pid] = nil
                 pending.store(!s.answered.isEmpty, ordering: .releasing)
                 return
